@@ -1,0 +1,45 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from oslo_config import cfg
+
+compute_status_group = cfg.OptGroup(
+    'nova_ext_compute_status',
+    title='nova_ext compute status trait options',
+    help="""
+Options for the compute status trait callbacks: given a change in a compute
+service's status, they decide which traits its root resource providers
+carry in placement, so that request filters can keep unusable computes out
+of allocation candidates.
+""")
+
+compute_status_opts = [
+    cfg.ListOpt(
+        'trait_callbacks',
+        default=[],
+        help="""
+Trait callbacks to enable, by entry point name in the
+``nova_ext.virt.trait_callbacks`` namespace.
+
+An unknown or broken name stops the process that loads them at start with
+an error that names it.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(compute_status_group)
+    conf.register_opts(compute_status_opts, group=compute_status_group)
+
+
+def list_opts():
+    return {compute_status_group: compute_status_opts}

@@ -1,0 +1,44 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from oslo_config import cfg
+
+instance_list_group = cfg.OptGroup(
+    'nova_ext_instance_list',
+    title='nova_ext instance list options',
+    help="""
+Options for how nova-api lists servers (``GET /servers`` and
+``GET /servers/detail``) when the nova_ext paste filter is in the pipeline.
+""")
+
+instance_list_opts = [
+    cfg.StrOpt(
+        'driver',
+        default='cells',
+        help="""
+The instance list driver, by entry point name in the
+``nova_ext.instance_list.drivers`` namespace.
+
+``cells`` is Nova's own path (query every cell database and merge the
+results) and leaves the request to Nova untouched. It is also the fallback
+of every other driver.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(instance_list_group)
+    conf.register_opts(instance_list_opts, group=instance_list_group)
+
+
+def list_opts():
+    return {instance_list_group: instance_list_opts}

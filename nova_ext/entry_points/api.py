@@ -1,0 +1,114 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""nova-api: the ``nova_ext`` paste filter.
+
+An operator adds, in api-paste.ini::
+
+    [filter:nova_ext]
+    paste.filter_factory = nova_ext.entry_points.api:filter_factory
+
+and puts ``nova_ext`` in the ``openstack_compute_api_v21`` pipeline right
+after ``keystonecontext``, so that requests reach it authenticated, with
+``environ['nova.context']`` set. Nothing of Nova's is changed.
+"""
+
+import collections
+
+from oslo_log import log as logging
+import webob
+import webob.dec
+
+from nova_ext.api import base
+from nova_ext.api import routes
+from nova_ext import conf as ext_conf
+from nova_ext import exception
+from nova_ext import plugins
+
+LOG = logging.getLogger(__name__)
+
+NAMESPACE = 'nova_ext.api.handlers'
+
+
+def load_handlers(conf):
+    """Enabled handlers as ``{route: [(name, handler)]}``."""
+    by_route = collections.defaultdict(list)
+    for name, handler in plugins.load_switched(
+            NAMESPACE, base.Handler, conf, conf.nova_ext_api.handlers):
+        unknown = set(handler.routes) - set(base.ROUTES)
+        if unknown:
+            raise exception.NovaExtError(
+                'nova_ext: API handler %r serves unknown routes %s; known '
+                'routes are %s' % (name, sorted(unknown), list(base.ROUTES)))
+        for route in handler.routes:
+            by_route[route].append((name, handler))
+    return dict(by_route)
+
+
+class _Step(object):
+    """One handler in a route's chain, as a WSGI application."""
+
+    def __init__(self, name, handler, application):
+        self.name = name
+        self.handler = handler
+        self.application = application
+
+    @webob.dec.wsgify
+    def __call__(self, request):
+        try:
+            return self.handler(request, self.application)
+        except Exception:
+            if request.method != 'GET':
+                raise
+            LOG.exception('nova_ext API handler %s failed on %s %s; '
+                          'answering from Nova instead', self.name,
+                          request.method, request.path)
+            return request.get_response(self.application)
+
+
+class NovaExtMiddleware(object):
+    """Routes the requests of enabled routes through their handler chains."""
+
+    def __init__(self, application, handlers):
+        self.application = application
+        self.chains = {}
+        for route, named in handlers.items():
+            chain = application
+            for name, handler in reversed(named):
+                chain = _Step(name, handler, chain)
+            self.chains[route] = chain
+
+    def __call__(self, environ, start_response):
+        route, urlvars = routes.match(
+            environ['REQUEST_METHOD'], environ.get('PATH_INFO', ''),
+            environ.get('nova.context'))
+        chain = self.chains.get(route)
+        if chain is None:
+            return self.application(environ, start_response)
+        request = webob.Request(environ)
+        request.urlvars = urlvars
+        return chain(environ, start_response)
+
+
+def filter_factory(global_conf, **local_conf):
+    """Paste filter factory for the ``nova_ext`` filter."""
+    handlers = load_handlers(ext_conf.CONF)
+
+    def _filter(application):
+        LOG.info('nova_ext attached to nova-api; handlers: %s',
+                 {route: [n for n, _ in named]
+                  for route, named in sorted(handlers.items())} or 'none')
+        if not handlers:
+            # Nothing enabled: give paste Nova's application itself, so the
+            # filter costs nothing and cannot change a response.
+            return application
+        return NovaExtMiddleware(application, handlers)
+    return _filter

@@ -1,0 +1,63 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The instance list driver contract (``nova_ext.instance_list.drivers``).
+
+One driver is active per nova-api, chosen by
+``[nova_ext_instance_list]driver``. It answers the same question as Nova's
+``nova.compute.instance_list.get_instance_objects_sorted``, the only call
+through which nova-api lists instances, with the same signature and the
+same meaning, so that a driver can be swapped for Nova's path (the ``cells``
+driver) without changing a byte of the API response.
+"""
+
+import abc
+
+
+class InstanceListDriver(abc.ABC):
+    """Lists instances across every cell, sorted and paged."""
+
+    #: Short name used in logs and metrics.
+    name = None
+
+    @abc.abstractmethod
+    def get_instance_objects_sorted(self, ctx, filters, limit, marker,
+                                    expected_attrs, sort_keys, sort_dirs,
+                                    cell_down_support=False):
+        """Return one page of instances in global sort order.
+
+        Same contract as Nova's
+        ``nova.compute.instance_list.get_instance_objects_sorted``.
+
+        :param ctx: the caller's ``nova.context.RequestContext``; a
+            non-admin context only sees its own project.
+        :param filters: the filters dict nova-api built from the query
+            string (already validated and policy-checked).
+        :param limit: the maximum number of instances, or None.
+        :param marker: the uuid of the last instance of the previous page,
+            or None.
+        :param expected_attrs: Instance attributes to load.
+        :param sort_keys: list of sort keys; Nova appends ``uuid``.
+        :param sort_dirs: list of ``asc``/``desc``, one per key.
+        :param cell_down_support: True at microversion 2.69 and later, where
+            instances of unreachable cells come back as minimal records.
+        :returns: a tuple ``(nova.objects.InstanceList, down_cell_uuids)``.
+        :raises nova.exception.MarkerNotFound: if ``marker`` is not an
+            instance this caller can see.
+        """
+
+    def is_available(self):
+        """Whether the driver can serve requests right now.
+
+        nova-api asks before each request; a driver that says no is bypassed
+        for Nova's own path. The default is always available.
+        """
+        return True
