@@ -39,11 +39,13 @@ def nova_version():
     return version.Version(importlib.metadata.version('nova'))
 
 
-def check_nova_version(point, tested=TESTED_NOVA):
+def check_nova_version(point, tested=None):
     """Raise UnsupportedNovaVersion unless this Nova is in ``tested``.
 
     :param point: what is being attached, for the message.
+    :param tested: a SpecifierSet; TESTED_NOVA by default.
     """
+    tested = TESTED_NOVA if tested is None else tested
     found = nova_version()
     if found not in tested:
         raise exception.UnsupportedNovaVersion(point, found, tested)

@@ -29,6 +29,15 @@ SERVER_ACTION = 'servers:action'    # POST /servers/{server_id}/action
 
 ROUTES = (SERVERS_INDEX, SERVERS_DETAIL, SERVERS_CREATE, SERVER_ACTION)
 
+# Where the filter leaves the matched route. Not in webob's urlvars: Nova's
+# router overwrites those once a handler delegates to it.
+ENVIRON_KEY = 'nova_ext.route'
+
+
+def route_of(request):
+    """The route a request matched, as ``(route name, url variables)``."""
+    return request.environ[ENVIRON_KEY]
+
 
 class Handler(abc.ABC):
     """Serves some of the routes in ``ROUTES``.
@@ -53,10 +62,10 @@ class Handler(abc.ABC):
     def __call__(self, request, application):
         """Answer one request.
 
-        :param request: a ``webob.Request``; ``request.environ
-            ['nova.context']`` is the caller's RequestContext and
-            ``request.urlvars`` holds the route's variables
-            (``server_id`` for ``servers:action``).
+        :param request: a ``webob.Request``;
+            ``request.environ['nova.context']`` is the caller's
+            RequestContext and :func:`route_of` gives the route's name and
+            variables (``server_id`` for ``servers:action``).
         :param application: the WSGI application that answers the request
             if this handler does not; call ``request.get_response
             (application)`` to delegate.

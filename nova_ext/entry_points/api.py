@@ -24,7 +24,6 @@ after ``keystonecontext``, so that requests reach it authenticated, with
 import collections
 
 from oslo_log import log as logging
-import webob
 import webob.dec
 
 from nova_ext.api import base
@@ -93,8 +92,7 @@ class NovaExtMiddleware(object):
         chain = self.chains.get(route)
         if chain is None:
             return self.application(environ, start_response)
-        request = webob.Request(environ)
-        request.urlvars = urlvars
+        environ[base.ENVIRON_KEY] = (route, urlvars)
         return chain(environ, start_response)
 
 

@@ -9,3 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+# Nova's functional package chooses eventlet or native threads for the whole
+# process (OS_NOVA_DISABLE_EVENTLET_PATCHING); it must be imported before
+# anything else of Nova's, as Nova's own functional tests do.
+from nova.tests import functional  # noqa: F401

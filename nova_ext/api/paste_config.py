@@ -1,0 +1,103 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Add the nova_ext filter to a Nova api-paste.ini, idempotently.
+
+Used by the devstack plugin and by the functional harness, so that both
+attach nova_ext exactly as the documentation tells an operator to::
+
+    python -m nova_ext.api.paste_config /etc/nova/api-paste.ini
+
+The file is edited line by line so that comments and layout survive.
+"""
+
+import re
+import sys
+
+FILTER = 'nova_ext'
+SECTION = '[filter:%s]' % FILTER
+FACTORY = 'paste.filter_factory = nova_ext.entry_points.api:filter_factory'
+# Nova's compute API composites are built by this factory, one pipeline per
+# auth strategy. nova_ext goes last before the application, so that it sees
+# requests exactly as Nova's router does: after the middleware that sets
+# environ['nova.context'] and, on /v2, after legacy_v2_compatible.
+_COMPOSITE_USE = 'call:nova.api.auth:pipeline_factory_v21'
+_CONTEXT_FILTERS = ('keystonecontext', 'noauth2')
+_SECTION_RE = re.compile(r'^\s*\[(?P<name>[^\]]+)\]\s*$')
+_KEY_RE = re.compile(r'^(?P<key>[^=#;\s][^=]*?)\s*=\s*(?P<value>.*)$')
+
+
+def _sections(lines):
+    """Yield (section name, first line index, end index)."""
+    starts = [(i, _SECTION_RE.match(line).group('name'))
+              for i, line in enumerate(lines) if _SECTION_RE.match(line)]
+    for n, (start, name) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        yield name, start, end
+
+
+def _with_filter(pipeline):
+    words = pipeline.split()
+    if FILTER in words:
+        return pipeline
+    if any(f in words[:-1] for f in _CONTEXT_FILTERS):
+        words.insert(len(words) - 1, FILTER)
+    return ' '.join(words)
+
+
+def enable(text):
+    """Return ``text`` with the nova_ext filter defined and in every
+    compute API pipeline. Applying it twice changes nothing.
+
+    :raises ValueError: if no compute API pipeline could take the filter.
+    """
+    lines = text.splitlines()
+    changed_pipelines = 0
+    has_section = False
+    for name, start, end in _sections(lines):
+        if name == 'filter:%s' % FILTER:
+            has_section = True
+        body = lines[start + 1:end]
+        if not any(_COMPOSITE_USE in line for line in body):
+            continue
+        for i in range(start + 1, end):
+            found = _KEY_RE.match(lines[i])
+            if not found or found.group('key') == 'use':
+                continue
+            new = _with_filter(found.group('value'))
+            if FILTER in new.split():
+                changed_pipelines += 1
+            lines[i] = '%s = %s' % (found.group('key'), new)
+    if not changed_pipelines:
+        raise ValueError('no compute API pipeline (use = %s) with %s found'
+                         % (_COMPOSITE_USE, ' or '.join(_CONTEXT_FILTERS)))
+    if not has_section:
+        lines += ['', SECTION, FACTORY]
+    return '\n'.join(lines) + '\n'
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        sys.stderr.write('usage: python -m nova_ext.api.paste_config '
+                         'API_PASTE_INI\n')
+        return 2
+    with open(argv[0]) as f:
+        text = f.read()
+    new = enable(text)
+    if new != text:
+        with open(argv[0], 'w') as f:
+            f.write(new)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,75 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Fixtures shared by unit and functional tests."""
+
+import importlib
+import os
+import sys
+
+import fixtures
+
+# Test plugins, by namespace, as a third party would install them.
+TEST_ENTRY_POINTS = {
+    'nova_ext.api.handlers': {
+        'test-recorder': 'nova_ext.tests.plugins:RecordingHandler',
+        'test-failing': 'nova_ext.tests.plugins:FailingHandler',
+    },
+    'nova_ext.notifications.consumers': {
+        'test-recorder': 'nova_ext.tests.plugins:RecordingConsumer',
+        'test-failing': 'nova_ext.tests.plugins:FailingConsumer',
+    },
+    'nova_ext.scheduler.request_filters': {
+        'test-forbid-trait': 'nova_ext.tests.plugins:ForbidTestTrait',
+        'test-not-a-filter': 'nova_ext.tests.plugins:NotAPlugin',
+        'test-broken': 'nova_ext.tests.no_such_module:Nothing',
+    },
+    'nova_ext.virt.trait_callbacks': {
+        'test-disabled': 'nova_ext.tests.plugins:DisabledTraitCallback',
+    },
+    'nova_ext.object_migrations': {
+        'test-noop': 'nova_ext.tests.plugins:CountingMigration',
+    },
+    'nova_ext.instance_list.drivers': {
+        'test-broken': 'nova_ext.tests.plugins:no_such_attribute',
+    },
+}
+
+
+class EntryPointsFixture(fixtures.Fixture):
+    """Installs a distribution with the given entry points for the test.
+
+    It is a real .dist-info directory on sys.path, found by
+    importlib.metadata and stevedore exactly as an installed package is.
+    """
+
+    def __init__(self, entry_points=None, name='nova-ext-test-plugins'):
+        super().__init__()
+        self.entry_points = (TEST_ENTRY_POINTS if entry_points is None
+                             else entry_points)
+        self.name = name
+
+    def _setUp(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        dist_info = os.path.join(
+            root, '%s-1.0.dist-info' % self.name.replace('-', '_'))
+        os.mkdir(dist_info)
+        with open(os.path.join(dist_info, 'METADATA'), 'w') as f:
+            f.write('Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n'
+                    % self.name)
+        with open(os.path.join(dist_info, 'entry_points.txt'), 'w') as f:
+            for group, entries in sorted(self.entry_points.items()):
+                f.write('[%s]\n' % group)
+                for name, value in sorted(entries.items()):
+                    f.write('%s = %s\n' % (name, value))
+                f.write('\n')
+        self.useFixture(fixtures.MonkeyPatch('sys.path', [root] + sys.path))
+        importlib.invalidate_caches()

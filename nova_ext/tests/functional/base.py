@@ -1,0 +1,52 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The base class of nova_ext's functional tests.
+
+A real multi-cell Nova 34 from Nova's own functional harness: API,
+conductor, scheduler, one compute per cell with the fake virt driver, real
+placement, cell0 plus ``NUMBER_OF_CELLS`` cells, each with its own
+database. nova_ext is attached through configuration (see fixtures.py).
+"""
+
+from nova.tests.functional import integrated_helpers
+
+from nova_ext.tests.functional import fixtures as ext_fixtures
+
+
+class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
+
+    NUMBER_OF_CELLS = 2
+    #: Computes started in each cell, named compute<cell>-<n>.
+    COMPUTES_PER_CELL = 1
+    microversion = 'latest'
+    # Nova's newer tests opt out of the global lock; so do ours.
+    REQUIRES_LOCKING = False
+
+    #: Which nova_ext seams the operator attached.
+    NOVA_EXT_SEAMS = ext_fixtures.ALL_SEAMS
+    #: nova_ext options as in nova.conf, ``{group: {option: value}}``.
+    NOVA_EXT_OPTIONS = {}
+
+    def _setup_services(self):
+        # The operator configures nova_ext before the services start.
+        self.nova_ext = self.useFixture(ext_fixtures.NovaExtFixture(
+            self, self.NOVA_EXT_SEAMS, self.NOVA_EXT_OPTIONS))
+        super()._setup_services()
+
+    def _setup_compute_service(self):
+        first = None
+        for cell in range(1, self.NUMBER_OF_CELLS + 1):
+            for n in range(1, self.COMPUTES_PER_CELL + 1):
+                compute = self._start_compute(
+                    'compute%d-%d' % (cell, n), cell_name='cell%d' % cell)
+                first = first or compute
+        return first

@@ -1,0 +1,31 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+from oslo_config import fixture as config_fixture
+from oslotest import base
+
+from nova_ext import conf
+from nova_ext.tests import fixtures as ext_fixtures
+from nova_ext.tests import plugins as test_plugins
+
+
+class TestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(conf.CONF))
+        self.addCleanup(test_plugins.reset)
+
+    def flags(self, group=None, **kwargs):
+        self.conf.config(group=group, **kwargs)
+
+    def install_test_plugins(self):
+        self.useFixture(ext_fixtures.EntryPointsFixture())
