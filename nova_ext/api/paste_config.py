@@ -54,8 +54,9 @@ def _with_filter(pipeline):
 
 
 def enable(text):
-    """Return ``text`` with the nova_ext filter defined and in every
-    compute API pipeline. Applying it twice changes nothing.
+    """Add the nova_ext filter to every compute API pipeline of ``text``.
+
+    Also defines the filter section. Applying it twice changes nothing.
 
     :raises ValueError: if no compute API pipeline could take the filter.
     """

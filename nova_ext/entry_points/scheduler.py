@@ -73,4 +73,3 @@ def attach():
     LOG.info('nova_ext attached to nova-scheduler; request filters: %s',
              attached() or 'none')
     return []
-

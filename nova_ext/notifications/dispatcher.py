@@ -103,8 +103,9 @@ class Dispatcher(object):
         self._count('dispatched')
 
     def drain(self, timeout=None):
-        """Wait until every queued notification is consumed (for tests and
-        orderly shutdown). Returns False on timeout.
+        """Wait until every queued notification is consumed.
+
+        For tests and orderly shutdown. Returns False on timeout.
         """
         with self._lock:
             work = self._queue if self._pid == os.getpid() else None

@@ -9,13 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-from nova_ext import plugins
 from nova_ext.object_migrations import base
+from nova_ext import plugins
 
 NAMESPACE = 'nova_ext.object_migrations'
 
 
 def load_migrations(conf):
     """The enabled migrations as ``[(name, callable)]``, in order."""
-    return plugins.load_many(NAMESPACE, conf.nova_ext_object_migrations.migrations,
-                             base.ObjectMigration)
+    names = conf.nova_ext_object_migrations.migrations
+    return plugins.load_many(NAMESPACE, names, base.ObjectMigration)

@@ -17,5 +17,5 @@ NAMESPACE = 'nova_ext.virt.trait_callbacks'
 
 def load_trait_callbacks(conf):
     """The enabled trait callbacks as ``[(name, callback)]``, in order."""
-    return plugins.load_many(NAMESPACE, conf.nova_ext_compute_status.trait_callbacks,
-                             base.TraitCallback)
+    names = conf.nova_ext_compute_status.trait_callbacks
+    return plugins.load_many(NAMESPACE, names, base.TraitCallback)

@@ -12,6 +12,7 @@
 import threading
 
 from nova_ext.entry_points import notifier
+from nova_ext import exception
 from nova_ext.notifications import base as notifications_base
 from nova_ext.notifications import dispatcher
 from nova_ext.tests import plugins as test_plugins
@@ -123,4 +124,4 @@ class TestDriver(base.TestCase):
 
     def test_broken_consumer_plugin_fails_at_load(self):
         self.flags(consumers=['nope'], group='nova_ext_notifications')
-        self.assertRaises(Exception, self._driver)
+        self.assertRaises(exception.PluginNotFound, self._driver)
