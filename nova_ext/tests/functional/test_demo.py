@@ -1,0 +1,48 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The main job, nova-ext-demo, runs end to end as a user runs it."""
+
+import os
+import subprocess
+import sys
+
+import testtools
+
+
+class TestDemo(testtools.TestCase):
+
+    def _demo(self, *args):
+        env = dict(os.environ)
+        # The demo picks its own concurrency mode and temporary directory.
+        env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
+        return subprocess.run(
+            [sys.executable, '-m', 'nova_ext.cmd.demo'] + list(args),
+            capture_output=True, text=True, timeout=600, env=env)
+
+    def test_tour_passes_on_three_cells(self):
+        run = self._demo('--cells', '3', '--servers', '3')
+        self.assertEqual(0, run.returncode, run.stdout + run.stderr)
+        self.assertIn('3 cells + cell0', run.stdout)
+        self.assertIn('servers spread over 3 cells', run.stdout)
+        self.assertRegex(run.stdout, r'\n\d+ checks, 0 failed\n')
+        self.assertNotIn('[FAILED]', run.stdout)
+        # Everything it wrote was in its temporary directory, now gone.
+        workdir = run.stdout.split('state in ', 1)[1].split(' ', 1)[0]
+        self.assertFalse(os.path.exists(workdir))
+
+    def test_bad_arguments_are_refused(self):
+        run = self._demo('--cells', '0')
+        self.assertEqual(2, run.returncode)
+        self.assertIn('--cells must be at least 1', run.stderr)
+        run = self._demo('--scenes', 'nope')
+        self.assertEqual(2, run.returncode)
+        self.assertIn('unknown scenes: nope', run.stderr)
