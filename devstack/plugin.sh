@@ -1,0 +1,50 @@
+#!/bin/bash
+#
+# devstack/plugin.sh
+# DevStack plugin of nova_ext: installs it into Nova's Python environment
+# and attaches it to Nova. See devstack/README.rst.
+#
+# Sourced by stack.sh, unstack.sh and clean.sh as
+#   source devstack/plugin.sh <mode> [<phase>]
+
+# Save trace setting
+_XTRACE_NOVA_EXT_PLUGIN=$(set +o | grep xtrace)
+set -o xtrace
+
+# This plugin's own lib, wherever the plugin was cloned.
+# shellcheck source=devstack/lib/nova_ext
+source "$(dirname "${BASH_SOURCE[0]}")/lib/nova_ext"
+
+if is_service_enabled nova-ext; then
+
+    if [[ "$1" == "stack" && "$2" == "install" ]]; then
+        # Nova is installed: add nova_ext to its environment.
+        echo_summary "Installing nova_ext"
+        install_nova_ext
+
+    elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+        # Nova's config files are written and Nova is not started yet.
+        echo_summary "Attaching nova_ext to Nova"
+        configure_nova_ext
+
+    elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+        # Nova is running.
+        reconcile_nova_ext
+        if [[ "$NOVA_EXT_VERIFY" == "True" ]]; then
+            echo_summary "Verifying that nova_ext is attached to Nova"
+            verify_nova_ext
+        fi
+    fi
+
+    if [[ "$1" == "unstack" ]]; then
+        # nova_ext runs inside Nova's processes, which unstack.sh stops.
+        :
+    fi
+
+    if [[ "$1" == "clean" ]]; then
+        cleanup_nova_ext
+    fi
+fi
+
+# Restore xtrace
+$_XTRACE_NOVA_EXT_PLUGIN
