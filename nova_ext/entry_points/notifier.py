@@ -36,9 +36,10 @@ class NovaExtDriver(notifier.Driver):
 
     def __init__(self, conf, topics, transport):
         super().__init__(conf, topics, transport)
-        # Loading consumers may fail (a broken plugin); that must stop the
-        # process at start, with the error naming the plugin, rather than
-        # lose every notification later.
+        # A broken or missing consumer raises a NovaExtError naming it.
+        # oslo.messaging loads drivers without a failure callback, so
+        # stevedore logs that error and the process runs on without this
+        # driver (see doc/source/admin/seams.rst, "Failure modes").
         self._dispatcher = dispatcher.get_dispatcher(ext_conf.CONF)
 
     def notify(self, ctxt, message, priority, retry):
