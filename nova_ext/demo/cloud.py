@@ -61,8 +61,9 @@ class _Cloud(base.NovaExtTestCase):
     progress = None
 
     def _setup_services(self):
-        self.progress.step('starting nova-conductor and nova-scheduler, '
-                           'nova_ext attached')
+        self.progress.step('starting nova-conductor and nova-scheduler (%s)'
+                           % ('nova_ext attached' if self.NOVA_EXT_SEAMS
+                              else 'stock, no nova_ext'))
         super()._setup_services()
         self.progress.done()
 
