@@ -27,6 +27,7 @@ from oslo_config import cfg
 from nova_ext.entry_points import api as api_ep
 from nova_ext.entry_points import scheduler as scheduler_ep
 from nova_ext.notifications import dispatcher
+from nova_ext.tests.functional import fixtures as ext_fixtures
 
 CONF = cfg.CONF
 
@@ -36,20 +37,6 @@ def _attached_log_lines(cloud):
             for line in cloud.stdlog.logger.output.splitlines()
             if 'nova_ext attached' in line
             or 'nova_ext notification driver attached' in line]
-
-
-def _api_layers(app, seen=None):
-    seen = set() if seen is None else seen
-    if app is None or id(app) in seen:
-        return set()
-    seen.add(id(app))
-    found = {type(app)}
-    children = [a for _, a in getattr(app, 'applications', [])]
-    for attr in ('application', 'app', '_app'):
-        children.append(getattr(app, attr, None))
-    for child in children:
-        found |= _api_layers(child, seen)
-    return found
 
 
 def seams(cloud, report, args):
@@ -67,7 +54,7 @@ def seams(cloud, report, args):
     for line in _attached_log_lines(cloud):
         report.line('  %s', line)
     report.line('')
-    layers = _api_layers(cloud.api_fixture.app())
+    layers = ext_fixtures.wsgi_layers(cloud.api_fixture.app())
     report.check('nova_ext' in pipeline.split(),
                  'nova-api: the nova_ext filter is in the compute pipeline')
     report.check(api_ep.NovaExtMiddleware not in layers,

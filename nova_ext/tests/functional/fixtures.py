@@ -56,6 +56,26 @@ def nova_api_paste_ini():
     return found
 
 
+def wsgi_layers(app, seen=None):
+    """Types of every WSGI layer reachable from a paste application."""
+    seen = set() if seen is None else seen
+    if app is None or id(app) in seen:
+        return set()
+    seen.add(id(app))
+    found = {type(app)}
+    # paste's URLMap keeps ((domain, path), app) pairs.
+    children = [a for _, a in getattr(app, 'applications', [])]
+    for attr in ('application', 'app', '_app', 'chains'):
+        child = getattr(app, attr, None)
+        if isinstance(child, dict):
+            children.extend(child.values())
+        elif child is not app:
+            children.append(child)
+    for child in children:
+        found |= wsgi_layers(child, seen)
+    return found
+
+
 class Tee(object):
     """Sends each notification to several notifiers (real and Nova's fake).
 

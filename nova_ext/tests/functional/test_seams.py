@@ -34,27 +34,6 @@ ENABLED = {
 }
 
 
-def middleware_types(app, seen=None):
-    """Types of every WSGI layer reachable from a paste app."""
-    seen = set() if seen is None else seen
-    if id(app) in seen:
-        return []
-    seen.add(id(app))
-    found = [type(app)]
-    children = []
-    # paste's URLMap keeps ((domain, path), app) pairs.
-    children.extend(a for _, a in getattr(app, 'applications', []))
-    for attr in ('application', 'app', '_app', 'chains'):
-        child = getattr(app, attr, None)
-        if isinstance(child, dict):
-            children.extend(child.values())
-        elif child is not None and child is not app:
-            children.append(child)
-    for child in children:
-        found.extend(middleware_types(child, seen))
-    return found
-
-
 class _SeamsTestBase(base.NovaExtTestCase):
 
     def _setup_services(self):
@@ -76,7 +55,7 @@ class TestSeamsAttached(_SeamsTestBase):
 
     def test_api_handlers_see_their_routes_only(self):
         self.assertIn(api_ep.NovaExtMiddleware,
-                      middleware_types(self.api_fixture.app()))
+                      func_fixtures.wsgi_layers(self.api_fixture.app()))
         self.assertIn("nova_ext attached to nova-api; handlers: "
                       "{'servers:action': ['test-recorder'], "
                       "'servers:create': ['test-recorder'], "
@@ -167,7 +146,7 @@ class TestSeamsAttachedNothingEnabled(_SeamsTestBase):
     """The operator attached every seam but switched nothing on."""
 
     def test_pure_pass_through(self):
-        types = middleware_types(self.api_fixture.app())
+        types = func_fixtures.wsgi_layers(self.api_fixture.app())
         self.assertNotIn(api_ep.NovaExtMiddleware, types)
         self.assertIn('nova_ext attached to nova-api; handlers: none',
                       self.stdlog.logger.output)
@@ -199,6 +178,6 @@ class TestSeamsNotAttached(_SeamsTestBase):
         self.assertEqual(nova_filters, request_filter.ALL_REQUEST_FILTERS)
         self.assertNotIn('nova_ext attached', self.stdlog.logger.output)
         self.assertNotIn(api_ep.NovaExtMiddleware,
-                         middleware_types(self.api_fixture.app()))
+                         func_fixtures.wsgi_layers(self.api_fixture.app()))
         self.assertNotIn(func_fixtures.ATTACH,
                          func_fixtures.CONF.filter_scheduler.available_filters)
