@@ -53,11 +53,13 @@ class Dispatcher(object):
     def submit(self, notification):
         """Queue a notification; never blocks and never raises."""
         self._count('received')
-        if not any(c.wants(notification.event_type)
-                   for _, c in self.consumers):
+        # Match subscriptions once, here; the worker only delivers.
+        targets = [(name, consumer) for name, consumer in self.consumers
+                   if consumer.wants(notification.event_type)]
+        if not targets:
             return
         try:
-            self._ensure_worker().put_nowait(notification)
+            self._ensure_worker().put_nowait((notification, targets))
             self._count('queued')
         except queue.Full:
             self._count('dropped')
@@ -81,18 +83,16 @@ class Dispatcher(object):
 
     def _run(self, work):
         while True:
-            notification = work.get()
+            item = work.get()
             try:
-                if notification is _STOP:
+                if item is _STOP:
                     return
-                self._dispatch(notification)
+                self._dispatch(*item)
             finally:
                 work.task_done()
 
-    def _dispatch(self, notification):
-        for name, consumer in self.consumers:
-            if not consumer.wants(notification.event_type):
-                continue
+    def _dispatch(self, notification, targets):
+        for name, consumer in targets:
             try:
                 consumer.consume(notification)
             except Exception:
