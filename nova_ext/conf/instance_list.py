@@ -31,6 +31,20 @@ The instance list driver, by entry point name in the
 ``cells`` is Nova's own path (query every cell database and merge the
 results) and leaves the request to Nova untouched. It is also the fallback
 of every other driver.
+
+``index`` answers from nova_ext's global instance index (see
+``[nova_ext_index]``), with one query whatever the number of cells.
+"""),
+    cfg.IntOpt(
+        'retry_interval',
+        default=60,
+        min=1,
+        help="""
+Seconds nova-api waits, after the driver failed (unreachable, slower than
+its timeout, or too far behind), before it asks that driver again.
+
+In between, every list request is answered by Nova's own path, so a broken
+index costs one warning and no errors.
 """),
 ]
 

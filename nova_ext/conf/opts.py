@@ -18,6 +18,7 @@
 
 from nova_ext.conf import api
 from nova_ext.conf import compute_status
+from nova_ext.conf import index
 from nova_ext.conf import instance_list
 from nova_ext.conf import notifications
 from nova_ext.conf import object_migrations
@@ -27,6 +28,7 @@ from nova_ext.conf import scheduler
 MODULES = (
     api,
     compute_status,
+    index,
     instance_list,
     notifications,
     object_migrations,

@@ -19,6 +19,13 @@ An operator adds, in api-paste.ini::
 and puts ``nova_ext`` in the ``openstack_compute_api_v21`` pipeline right
 after ``keystonecontext``, so that requests reach it authenticated, with
 ``environ['nova.context']`` set. Nothing of Nova's is changed.
+
+One point has no seam in Nova: the instance list. When
+``[nova_ext_instance_list]driver`` is not ``cells``, loading the filter
+wraps ``nova.compute.instance_list.get_instance_objects_sorted`` (called by
+nova-api only for ``GET /servers`` and ``GET /servers/detail``) with
+:class:`nova_ext.instance_list.serving.Selector`, for the Nova versions in
+:data:`nova_ext.compat.TESTED_NOVA` only.
 """
 
 import collections
@@ -28,8 +35,10 @@ import webob.dec
 
 from nova_ext.api import base
 from nova_ext.api import routes
+from nova_ext import compat
 from nova_ext import conf as ext_conf
 from nova_ext import exception
+from nova_ext.instance_list import serving
 from nova_ext import plugins
 
 LOG = logging.getLogger(__name__)
@@ -96,9 +105,59 @@ class NovaExtMiddleware(object):
         return chain(environ, start_response)
 
 
+def attach_instance_list(conf):
+    """Route nova-api's instance list through nova_ext's driver selector.
+
+    Idempotent; returns the Selector, or None when the driver is ``cells``
+    or this Nova was not tested.
+    """
+    from nova.compute import instance_list as nova_instance_list
+
+    if conf.nova_ext_instance_list.driver == 'cells':
+        return None
+    try:
+        compat.check_nova_version('the nova_ext instance list driver')
+    except exception.UnsupportedNovaVersion as e:
+        LOG.error('%s', e)
+        return None
+    current = nova_instance_list.get_instance_objects_sorted
+    stock = getattr(current, 'nova_ext_stock', current)
+    selector = serving.Selector(conf, stock)
+
+    def get_instance_objects_sorted(*args, **kwargs):
+        return selector.get_instance_objects_sorted(*args, **kwargs)
+
+    get_instance_objects_sorted.nova_ext_stock = stock
+    get_instance_objects_sorted.nova_ext_selector = selector
+    nova_instance_list.get_instance_objects_sorted = (
+        get_instance_objects_sorted)
+    LOG.info('nova_ext instance list driver %s attached to nova-api',
+             conf.nova_ext_instance_list.driver)
+    return selector
+
+
+def detach_instance_list():
+    """Give Nova its own instance list back (tests, reloads)."""
+    from nova.compute import instance_list as nova_instance_list
+
+    current = nova_instance_list.get_instance_objects_sorted
+    stock = getattr(current, 'nova_ext_stock', None)
+    if stock is not None:
+        nova_instance_list.get_instance_objects_sorted = stock
+
+
+def selector():
+    """The attached Selector, or None."""
+    from nova.compute import instance_list as nova_instance_list
+
+    return getattr(nova_instance_list.get_instance_objects_sorted,
+                   'nova_ext_selector', None)
+
+
 def filter_factory(global_conf, **local_conf):
     """Paste filter factory for the ``nova_ext`` filter."""
     handlers = load_handlers(ext_conf.CONF)
+    attach_instance_list(ext_conf.CONF)
 
     def _filter(application):
         LOG.info('nova_ext attached to nova-api; handlers: %s',

@@ -21,6 +21,24 @@ driver) without changing a byte of the API response.
 
 import abc
 
+from nova_ext import exception
+
+
+class Unservable(exception.NovaExtError):
+    """This query cannot be answered exactly by the driver.
+
+    nova-api then answers it from Nova's own path and counts it. Raised
+    before anything is returned, never halfway through a page.
+    """
+
+
+class Unavailable(exception.NovaExtError):
+    """The driver's backend is unreachable, too slow or too far behind.
+
+    nova-api answers from Nova's own path, logs one warning and stops asking
+    this driver until ``[nova_ext_instance_list]retry_interval`` has passed.
+    """
+
 
 class InstanceListDriver(abc.ABC):
     """Lists instances across every cell, sorted and paged."""
@@ -52,6 +70,8 @@ class InstanceListDriver(abc.ABC):
         :returns: a tuple ``(nova.objects.InstanceList, down_cell_uuids)``.
         :raises nova.exception.MarkerNotFound: if ``marker`` is not an
             instance this caller can see.
+        :raises Unservable: if this query cannot be answered exactly.
+        :raises Unavailable: if the backend cannot answer right now.
         """
 
     def is_available(self):

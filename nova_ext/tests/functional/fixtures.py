@@ -24,11 +24,15 @@ import os
 import sys
 
 import fixtures
+from nova import context as nova_context
 from nova import rpc
 from nova.scheduler import request_filter
 from oslo_config import cfg
 
 from nova_ext.api import paste_config
+from nova_ext.entry_points import api as api_entry_point
+from nova_ext.index import db as index_db
+from nova_ext.index import migration as index_migration
 from nova_ext.notifications import dispatcher
 
 CONF = cfg.CONF
@@ -120,6 +124,10 @@ class NovaExtFixture(fixtures.Fixture):
         for group, values in self.options.items():
             self.test.flags(group=group, **values)
         self.addCleanup(dispatcher.reset)
+        # Loading the paste filter may route Nova's instance list through
+        # nova_ext; every test starts and ends with Nova's own.
+        api_entry_point.detach_instance_list()
+        self.addCleanup(api_entry_point.detach_instance_list)
         self._write_api_paste(API in self.seams)
         if SCHEDULER in self.seams:
             self._attach_scheduler()
@@ -166,3 +174,37 @@ class NovaExtFixture(fixtures.Fixture):
             self.test.stub_out(
                 'nova.rpc.LEGACY_NOTIFIER',
                 Tee(created['LEGACY_NOTIFIER'], saved['LEGACY_NOTIFIER']))
+
+
+class IndexFixture(fixtures.Fixture):
+    """A fresh instance index database (SQLite file) with its schema.
+
+    :param connection: an SQLAlchemy URL to use instead (an empty database
+        on a real server, for the SQL backend tests).
+    """
+
+    def __init__(self, test, connection=None):
+        super().__init__()
+        self.test = test
+        self.connection = connection
+
+    def _setUp(self):
+        if self.connection is None:
+            tmp = self.useFixture(fixtures.TempDir()).path
+            self.connection = 'sqlite:///%s' % os.path.join(
+                tmp, 'nova_ext_index.sqlite')
+        self.test.flags(connection=self.connection, group='nova_ext_index')
+        index_db.reset()
+        self.addCleanup(index_db.reset)
+        index_migration.db_sync(CONF)
+        # Nova's CellDatabases fixture replaces target_cell with a wrapper
+        # that only knows the harness's cell databases; tell it about the
+        # index, which the real target_cell finds in CELL_CACHE.
+        celldbs = getattr(nova_context.target_cell, '__self__', None)
+        if celldbs is not None:
+            celldbs._ctxt_mgrs[self.connection] = (
+                index_db.get_context_manager(CONF))
+
+    @property
+    def engine(self):
+        return index_db.get_engine(CONF)

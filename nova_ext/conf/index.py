@@ -1,0 +1,92 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from oslo_config import cfg
+
+index_group = cfg.OptGroup(
+    'nova_ext_index',
+    title='nova_ext instance index options',
+    help="""
+Options for nova_ext's global instance index, the database behind the
+``index`` instance list driver (``[nova_ext_instance_list]driver = index``).
+
+The index holds a copy of every cell's instance rows, kept true by Nova's
+versioned notifications and by periodic reconciliation, so that nova-api can
+list servers across every cell with one query. It is a cache: it can be
+dropped and rebuilt with ``nova-ext-manage index sync`` at any time.
+""")
+
+index_opts = [
+    cfg.StrOpt(
+        'connection',
+        secret=True,
+        help="""
+SQLAlchemy URL of the index database.
+
+Unset, the index is an SQLite file, ``nova_ext_index.sqlite`` in
+``[DEFAULT]state_path``, which suits a single nova-api host. Deployments with
+several nova-api hosts point every one of them at one MariaDB/MySQL
+(``mysql+pymysql://...``) or PostgreSQL (``postgresql+psycopg2://...``)
+database, typically on the database cluster they already run for Nova. Create
+or upgrade its schema with ``nova-ext-manage index db_sync``.
+"""),
+    cfg.FloatOpt(
+        'max_lag',
+        default=30.0,
+        min=0.0,
+        help="""
+How far behind Nova, in seconds, the index may be and still answer.
+
+The lag is the age of the oldest instance change that the index has been
+told about (by a notification) and has not yet applied. When it exceeds
+this value nova-api answers from Nova's own path instead, until the index
+has caught up.
+"""),
+    cfg.FloatOpt(
+        'query_timeout',
+        default=5.0,
+        min=0.1,
+        help="""
+Seconds an index query may take before nova-api gives up on the index and
+answers from Nova's own path.
+"""),
+    cfg.IntOpt(
+        'deleted_retention',
+        default=90,
+        min=0,
+        help="""
+Days a deleted instance stays in the index as a tombstone.
+
+Tombstones keep ``deleted=True`` and ``changes-since`` listings exact. A
+tombstone also leaves the index when Nova archives the instance's row
+(``nova-manage db archive_deleted_rows``), so the index never shows more
+than the cell databases do.
+"""),
+    cfg.IntOpt(
+        'batch_size',
+        default=200,
+        min=1,
+        help="""
+How many instances the indexer reads from a cell database and writes to the
+index in one transaction, for ``nova-ext-manage index sync``, reconciliation
+and notification batches.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(index_group)
+    conf.register_opts(index_opts, group=index_group)
+
+
+def list_opts():
+    return {index_group: index_opts}

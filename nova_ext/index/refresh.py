@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Re-reading changed instances from their cells into the index."""
+
+import collections
+
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from nova_ext.index import db
+from nova_ext.index import pending
+from nova_ext.index import source
+from nova_ext.index import writer
+
+LOG = logging.getLogger(__name__)
+
+Totals = collections.namedtuple('Totals',
+                                'written stale hidden removed missing failed')
+
+
+def _empty():
+    return Totals(0, 0, 0, 0, 0, 0)
+
+
+def _add(totals, outcome):
+    return totals._replace(
+        written=totals.written + len(outcome.written),
+        stale=totals.stale + len(outcome.stale),
+        hidden=totals.hidden + len(outcome.hidden),
+        removed=totals.removed + len(outcome.removed),
+        missing=totals.missing + len(outcome.missing))
+
+
+def refresh(ctx, conf, uuids):
+    """Make the index hold the current state of the instances ``uuids``.
+
+    Each instance is read from the cell its instance mapping names. An
+    instance without a mapping has been archived (or never existed) and
+    leaves the index; one whose mapping has no cell yet is still a build
+    request, which Nova lists from the API database, and is left alone.
+
+    :returns: ``(Totals, failed uuids)``; a cell that cannot be read fails
+        its uuids without failing the others.
+    """
+    uuids = sorted(set(uuids))
+    engine = db.get_engine(conf)
+    totals, failed = _empty(), []
+    if not uuids:
+        return totals, failed
+    ctx = ctx.elevated(read_deleted='yes')
+    by_cell, cells = collections.defaultdict(list), {}
+    mapped = set()
+    for im in objects.InstanceMappingList.get_by_instance_uuids(ctx, uuids):
+        mapped.add(im.instance_uuid)
+        if im.cell_mapping is not None:
+            cells[im.cell_mapping.uuid] = im.cell_mapping
+            by_cell[im.cell_mapping.uuid].append(im.instance_uuid)
+    unmapped = [u for u in uuids if u not in mapped]
+    if unmapped:
+        totals = totals._replace(removed=remove(engine, unmapped))
+    for cell_uuid, cell_uuids in sorted(by_cell.items()):
+        try:
+            with nova_context.target_cell(ctx, cells[cell_uuid]) as cctxt:
+                read = source.read(cctxt, cells[cell_uuid], cell_uuids)
+            totals = _add(totals, writer.apply(engine, read, cell_uuids))
+        except (sa.exc.SQLAlchemyError, nova_exception.NovaException) as e:
+            LOG.warning('nova_ext index: could not refresh %d instances of '
+                        'cell %s: %s', len(cell_uuids), cell_uuid, e)
+            failed.extend(cell_uuids)
+    return totals._replace(failed=len(failed)), failed
+
+
+def remove(engine, uuids):
+    """Drop instances from the index; returns how many it held."""
+    with engine.begin() as conn:
+        held = [r.uuid for r in conn.execute(
+            sa.select(writer.BOOK.c.uuid).where(
+                writer.BOOK.c.uuid.in_(list(uuids))))]
+        writer.delete_rows(conn, held)
+    return len(held)
+
+
+def process_pending(ctx, conf, limit=None):
+    """Apply up to ``limit`` pending marks (default: one batch).
+
+    :returns: the number of marks taken.
+    """
+    engine = db.get_engine(conf)
+    taken = pending.take(engine, limit or conf.nova_ext_index.batch_size)
+    if not taken:
+        return 0
+    _totals, failed = refresh(ctx, conf, taken)
+    pending.failed(engine, failed)
+    pending.unmark(engine, {u: t for u, t in taken.items()
+                            if u not in set(failed)})
+    return len(taken)

@@ -1,0 +1,137 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Writing what was read from a cell into the index.
+
+A write never moves an instance back in time: the index remembers, per
+instance, the ``updated_at`` of the row it holds and when that row was read,
+and a read that is older on both counts is dropped. Duplicate and
+out-of-order refreshes are therefore harmless, which is what lets the
+notification paths retry freely.
+"""
+
+import collections
+
+import sqlalchemy as sa
+
+from nova_ext.index import ids
+from nova_ext.index import source
+
+BOOK = sa.table(
+    'nova_ext_index_instances',
+    sa.column('uuid'), sa.column('cell_uuid'), sa.column('source_id'),
+    sa.column('source_updated_at'),
+    sa.column('read_at'), sa.column('deleted_at'))
+
+Outcome = collections.namedtuple('Outcome',
+                                 'written stale hidden removed missing')
+
+
+def _is_stale(book, row, read_at):
+    held, new = book.source_updated_at, row['updated_at']
+    if held is not None and (new is None or new < held):
+        return True
+    return new == held and read_at < book.read_at
+
+
+def _book(conn, uuids):
+    rows = conn.execute(sa.select(BOOK).where(BOOK.c.uuid.in_(uuids)))
+    return {row.uuid: row for row in rows}
+
+
+def delete_rows(conn, uuids):
+    if not uuids:
+        return
+    assoc = source.SG_ASSOCIATIONS
+    group_ids = [r[0] for r in conn.execute(
+        sa.select(assoc.c.security_group_id).where(
+            assoc.c.instance_uuid.in_(uuids)))]
+    if group_ids:
+        conn.execute(sa.delete(source.SECURITY_GROUPS).where(
+            source.SECURITY_GROUPS.c.id.in_(group_ids)))
+    conn.execute(sa.delete(assoc).where(assoc.c.instance_uuid.in_(uuids)))
+    for table, key in source.CHILDREN:
+        conn.execute(sa.delete(table).where(table.c[key].in_(uuids)))
+    conn.execute(sa.delete(source.INSTANCES).where(
+        source.INSTANCES.c.uuid.in_(uuids)))
+    conn.execute(sa.delete(BOOK).where(BOOK.c.uuid.in_(uuids)))
+
+
+def _without_id(row):
+    return {k: v for k, v in row.items() if k != 'id'}
+
+
+def _insert_instance(conn, row, cell_id):
+    values = dict(row)
+    values['id'] = ids.index_id(row['id'], cell_id)
+    if row['deleted']:
+        # Nova marks a deleted row with deleted = id; keep that true.
+        values['deleted'] = values['id']
+    conn.execute(sa.insert(source.INSTANCES).values(values))
+
+
+def _insert_related(conn, read, uuid):
+    for table, _key in source.CHILDREN:
+        rows = read.children.get(table.name, {}).get(uuid)
+        if rows:
+            conn.execute(sa.insert(table), [_without_id(r) for r in rows])
+    for assoc, group in read.security_groups.get(uuid, ()):
+        # Security group ids collide across cells too; each instance gets
+        # its own copy of the groups it is associated with.
+        result = conn.execute(sa.insert(source.SECURITY_GROUPS).values(
+            _without_id(group)))
+        values = _without_id(assoc)
+        values['security_group_id'] = result.inserted_primary_key[0]
+        conn.execute(sa.insert(source.SG_ASSOCIATIONS).values(values))
+
+
+def apply(engine, read, uuids):
+    """Make the index hold what ``read`` found for ``uuids``.
+
+    ``uuids`` are the instances that were asked of the cell; those the cell
+    no longer has leave the index if the index had them from that cell.
+
+    :returns: an :class:`Outcome` of uuid lists.
+    """
+    uuids = list(uuids)
+    out = Outcome([], [], [], [], [])
+    with engine.begin() as conn:
+        book = _book(conn, uuids)
+        write, remove = [], []
+        for uuid in uuids:
+            row, held = read.instances.get(uuid), book.get(uuid)
+            if row is None:
+                if held is not None and held.cell_uuid == read.cell_uuid:
+                    remove.append(uuid)
+                else:
+                    out.missing.append(uuid)
+            elif (held is not None and held.cell_uuid != read.cell_uuid
+                    and row['hidden']):
+                # A cross-cell move leaves a hidden copy behind; the visible
+                # copy in the other cell is the instance.
+                out.hidden.append(uuid)
+            elif (held is not None and held.cell_uuid == read.cell_uuid
+                    and _is_stale(held, row, read.read_at)):
+                out.stale.append(uuid)
+            else:
+                write.append(uuid)
+        delete_rows(conn, write + remove)
+        out.removed.extend(remove)
+        for uuid in write:
+            row = read.instances[uuid]
+            _insert_instance(conn, row, read.cell_id)
+            _insert_related(conn, read, uuid)
+            conn.execute(sa.insert(BOOK).values(
+                uuid=uuid, cell_uuid=read.cell_uuid, source_id=row['id'],
+                source_updated_at=row['updated_at'],
+                read_at=read.read_at, deleted_at=row['deleted_at']))
+            out.written.append(uuid)
+    return out

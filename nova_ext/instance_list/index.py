@@ -1,0 +1,189 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ``index`` instance list driver: one query over nova_ext's index.
+
+The index database holds every cell's instance rows in Nova's own schema,
+so this driver runs Nova's own list code over it: the same
+``InstanceLister`` (marker handling, ``uuid`` tie-breaker, batching), the
+same ``instance_get_all_by_filters_sort`` (every filter, sort key and
+``deleted``/``changes-since`` rule) and the same object hydration. The index
+is simply presented to that code as if it were one cell holding everything.
+Only what cannot be stored is fetched at request time: the services behind
+``host_status``, whose liveness changes with every heartbeat.
+"""
+
+import collections
+import uuid as uuid_lib
+
+from nova.compute import instance_list as nova_instance_list
+from nova import context as nova_context
+from nova.db.main import api as main_db_api
+from nova.db.main import models
+from nova import exception as nova_exception
+from nova import objects
+from nova.objects import base as obj_base
+from nova.objects import instance as instance_obj
+import sqlalchemy as sa
+
+from nova_ext import conf as ext_conf
+from nova_ext.index import db
+from nova_ext.index import ids
+from nova_ext.index import pending
+from nova_ext.instance_list import base
+
+CONF = ext_conf.CONF
+_NAMESPACE = uuid_lib.UUID('6e6f7661-5f65-7874-2d69-6e6465780000')
+
+
+def index_cell(conf):
+    """The index, as a cell mapping Nova's list code can target.
+
+    Nova's ``target_cell`` takes a cell's connection from its per-process
+    cache, ``nova.context.CELL_CACHE``, before making one; the index's own
+    engine (with its SQLite settings) is put there, under a uuid derived from
+    the URL so that no other database can be mistaken for it.
+    """
+    url = db.connection_url(conf)
+    cell = objects.CellMapping(
+        uuid=str(uuid_lib.uuid5(_NAMESPACE, url)), name='nova_ext_index',
+        database_connection=url, transport_url='none:///', disabled=False)
+    nova_context.CELL_CACHE[cell.uuid] = (db.get_context_manager(conf), None)
+    return cell
+
+
+class _IndexLister(nova_instance_list.InstanceLister):
+    """Nova's lister over the single index 'cell'."""
+
+    def __init__(self, cell, sort_keys, sort_dirs, batch_size):
+        super().__init__(sort_keys, sort_dirs, cells=[cell],
+                         batch_size=batch_size)
+        self.cell = cell
+        self.error = None
+
+    def get_by_filters(self, ctx, filters, limit, marker, **kwargs):
+        # Nova turns a failing cell query into a "down cell" sentinel and
+        # drops the exception; keep it, it says why the index failed.
+        try:
+            return super().get_by_filters(ctx, filters, limit, marker,
+                                          **kwargs)
+        except Exception as e:
+            self.error = e
+            raise
+
+    def get_marker_record(self, ctx, marker):
+        # Nova looks the marker up in the cell its mapping names; the index
+        # holds every cell, so it is looked up there, as Nova does:
+        # elevated, deleted included, without joins.
+        elevated = ctx.elevated(read_deleted='yes')
+        with nova_context.target_cell(elevated, self.cell) as ictx:
+            try:
+                db_inst = main_db_api.instance_get_by_uuid(
+                    ictx, marker, columns_to_join=[])
+            except nova_exception.InstanceNotFound:
+                db_inst = None
+        if db_inst is None:
+            try:
+                objects.InstanceMapping.get_by_instance_uuid(ctx, marker)
+            except nova_exception.InstanceMappingNotFound:
+                raise nova_exception.MarkerNotFound(marker=marker)
+            raise base.Unservable('marker %s is not in the index yet'
+                                  % marker)
+        return self.cell.uuid, db_inst
+
+
+def _restore_ids(instances):
+    """Give instances their cell-local ids back; returns {uuid: cell id}."""
+    cells = {}
+    for inst in instances:
+        cells[inst.uuid] = ids.cell_id(inst.id)
+        inst.id = ids.source_id(inst.id)
+        inst.obj_reset_changes(['id'])
+    return cells
+
+
+def _fill_services(ctx, instances, cell_of):
+    """Load ``services`` from the cells now, as Nova's join would."""
+    hosts = collections.defaultdict(set)
+    for inst in instances:
+        if inst.host and not inst.deleted:
+            hosts[cell_of[inst.uuid]].add(inst.host)
+    by_host = collections.defaultdict(list)
+    if hosts:
+        nova_context.load_cells()
+        cells = {cell.id: cell for cell in nova_context.CELLS}
+        for cell_id, cell_hosts in sorted(hosts.items()):
+            with nova_context.target_cell(ctx, cells[cell_id]) as cctxt:
+                manager = main_db_api.get_context_manager(cctxt)
+                with manager.reader.using(cctxt) as session:
+                    query = session.query(models.Service).filter(
+                        models.Service.host.in_(sorted(cell_hosts)),
+                        models.Service.binary == 'nova-compute')
+                    for service in query:
+                        by_host[(cell_id, service.host)].append(service)
+    for inst in instances:
+        rows = by_host.get((cell_of[inst.uuid], inst.host), []) \
+            if inst.host and not inst.deleted else []
+        inst.services = obj_base.obj_make_list(
+            ctx, objects.ServiceList(ctx), objects.Service, rows)
+        inst.obj_reset_changes(['services'])
+
+
+class IndexDriver(base.InstanceListDriver):
+    """Lists instances from nova_ext's global instance index."""
+
+    name = 'index'
+
+    def __init__(self, conf=None):
+        self.conf = conf or CONF
+
+    def is_available(self):
+        lag = pending.lag(db.get_engine(self.conf))
+        return lag <= self.conf.nova_ext_index.max_lag
+
+    def lag(self):
+        return pending.lag(db.get_engine(self.conf))
+
+    def get_instance_objects_sorted(self, ctx, filters, limit, marker,
+                                    expected_attrs, sort_keys, sort_dirs,
+                                    cell_down_support=False):
+        try:
+            lag = self.lag()
+        except sa.exc.SQLAlchemyError as e:
+            raise base.Unavailable('index database unreachable: %s' % e)
+        if lag > self.conf.nova_ext_index.max_lag:
+            raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
+                                   % (lag, self.conf.nova_ext_index.max_lag))
+        attrs = list(expected_attrs or [])
+        want_services = 'services' in attrs
+        if want_services:
+            attrs.remove('services')
+        cell = index_cell(self.conf)
+        batch_size = nova_instance_list.get_instance_list_cells_batch_size(
+            limit, [cell])
+        lister = _IndexLister(cell, sort_keys, sort_dirs, batch_size)
+        records = lister.get_records_sorted(
+            ctx, filters, limit, marker,
+            columns_to_join=instance_obj._expected_cols(attrs),
+            cell_down_support=cell_down_support)
+        if 'fault' in attrs:
+            # Joined in the query, as in Nova's get_instance_objects_sorted.
+            attrs.remove('fault')
+        result = instance_obj._make_instance_list(
+            ctx, objects.InstanceList(), records, attrs)
+        if lister.cells_failed or lister.cells_timed_out:
+            raise base.Unavailable('the index query failed: %s' % (
+                '%s: %s' % (type(lister.error).__name__, lister.error)
+                if lister.error is not None else 'timed out'))
+        cell_of = _restore_ids(result)
+        if want_services:
+            _fill_services(ctx, result, cell_of)
+        return result, []

@@ -1,0 +1,152 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Choosing, per list request, between the configured driver and Nova's.
+
+This is what nova-api calls instead of Nova's
+``get_instance_objects_sorted``. Whatever goes wrong with a driver, the
+request is answered by Nova's own path: a query the driver cannot answer
+exactly is handed over (and counted); a driver that fails, is unreachable,
+too slow or too far behind is handed over and *latched off* for
+``[nova_ext_instance_list]retry_interval`` seconds, with one warning, so a
+broken index costs neither errors nor a timeout per request.
+"""
+
+import copy
+import threading
+import time
+
+from oslo_log import log as logging
+
+from nova_ext import instance_list
+from nova_ext.instance_list import base
+
+LOG = logging.getLogger(__name__)
+
+
+class Stats(object):
+    """Counters of one nova-api process, for nova-ext-status and metrics."""
+
+    FIELDS = ('served', 'unservable', 'unavailable', 'failed', 'latched',
+              'slow')
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.counts = dict.fromkeys(self.FIELDS, 0)
+        self.last_reason = None
+
+    def add(self, field, reason=None):
+        with self._lock:
+            self.counts[field] += 1
+            if reason is not None:
+                self.last_reason = reason
+
+    def snapshot(self):
+        with self._lock:
+            return dict(self.counts, last_reason=self.last_reason)
+
+
+class Selector(object):
+    """Serves list requests from the driver, or from Nova's path."""
+
+    def __init__(self, conf, stock, clock=time.monotonic):
+        """Serve from ``conf``'s driver, falling back to ``stock``.
+
+        :param conf: the oslo.config ConfigOpts.
+        :param stock: Nova's own ``get_instance_objects_sorted``.
+        """
+        self.conf = conf
+        self.stock = stock
+        self.clock = clock
+        self.stats = Stats()
+        self._driver = None
+        self._lock = threading.Lock()
+        self.latched_until = None
+
+    @property
+    def driver(self):
+        with self._lock:
+            if self._driver is None:
+                self._driver = instance_list.load_driver(self.conf)
+            return self._driver
+
+    def _latch(self, reason):
+        retry = self.conf.nova_ext_instance_list.retry_interval
+        with self._lock:
+            already = self.latched_until is not None
+            self.latched_until = self.clock() + retry
+        if not already:
+            LOG.warning('nova_ext instance list driver %s is off for %d s, '
+                        'Nova answers list requests meanwhile: %s',
+                        self.driver.name, retry, reason)
+
+    def _latched(self):
+        with self._lock:
+            if self.latched_until is None:
+                return False
+            if self.clock() < self.latched_until:
+                return True
+            self.latched_until = None
+        LOG.info('nova_ext instance list driver %s is tried again',
+                 self._driver.name)
+        return False
+
+    def get_instance_objects_sorted(self, ctx, filters, limit, marker,
+                                    expected_attrs, sort_keys, sort_dirs,
+                                    cell_down_support=False):
+        args = (ctx, filters, limit, marker, expected_attrs, sort_keys,
+                sort_dirs)
+        driver = self.driver
+        if driver.name == 'cells':
+            return self.stock(*args, cell_down_support=cell_down_support)
+        if self._latched():
+            self.stats.add('latched')
+            return self.stock(*args, cell_down_support=cell_down_support)
+        started = self.clock()
+        try:
+            # Nova's list code may change what it is handed; the stock path
+            # must still see the request as it came.
+            result = driver.get_instance_objects_sorted(
+                ctx, copy.deepcopy(filters), limit, marker,
+                list(expected_attrs or []),
+                copy.copy(sort_keys), copy.copy(sort_dirs),
+                cell_down_support=cell_down_support)
+        except base.Unservable as e:
+            self.stats.add('unservable', str(e))
+            LOG.debug('nova_ext %s driver hands a query to Nova: %s',
+                      driver.name, e)
+            return self.stock(*args, cell_down_support=cell_down_support)
+        except base.Unavailable as e:
+            self.stats.add('unavailable', str(e))
+            self._latch(e)
+            return self.stock(*args, cell_down_support=cell_down_support)
+        except Exception as e:
+            # Nova answers and, for a genuinely bad request (an unknown
+            # marker), gives the caller its own error.
+            self.stats.add('failed', '%s: %s' % (type(e).__name__, e))
+            LOG.debug('nova_ext %s driver failed, Nova answers: %s',
+                      driver.name, e, exc_info=True)
+            if not _is_client_error(e):
+                self._latch('%s: %s' % (type(e).__name__, e))
+            return self.stock(*args, cell_down_support=cell_down_support)
+        elapsed = self.clock() - started
+        timeout = self.conf.nova_ext_index.query_timeout
+        if elapsed > timeout:
+            self.stats.add('slow', 'took %.2f s' % elapsed)
+            self._latch('a list took %.2f s, more than query_timeout %.2f s'
+                        % (elapsed, timeout))
+        self.stats.add('served')
+        return result
+
+
+def _is_client_error(error):
+    code = getattr(error, 'code', None)
+    return isinstance(code, int) and 400 <= code < 500

@@ -1,0 +1,87 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Servers in every state, in every cell, for the instance index tests.
+
+Built through Nova's API and services, so every row is one Nova wrote.
+"""
+
+from nova.tests.functional.api import client
+
+OTHER_PROJECT = '0ff1ce0ff1ce0ff1ce0ff1ce0ff1ce00'
+
+
+def other_project_api(test):
+    """A member of another project, at the test's microversion."""
+    api = client.TestOpenStackClient(
+        'alice', test.api.base_url, project_id=OTHER_PROJECT,
+        roles=['reader', 'member'])
+    api.microversion = test.api.microversion
+    return api
+
+
+def build(test):
+    """Create the population; returns ``{label: server dict}``.
+
+    Labels and what they are:
+
+    - ``active1``: cell1, ACTIVE, tags t1 t2, metadata.
+    - ``locked2``: cell2, ACTIVE, locked.
+    - ``stopped1``: cell1, SHUTOFF.
+    - ``other2``: another project (members cannot pick a host), ACTIVE,
+      tag t2.
+    - ``error0``: NoValidHost, ERROR in cell0, with a fault.
+    - ``deleted1``: deleted (a soft-deleted row in cell1).
+    - ``shelved2``: another project, SHELVED_OFFLOADED (host None).
+    - ``resized1``: resized and confirmed to a bigger flavor, cell1.
+    - ``verify2``: resized, left in VERIFY_RESIZE, cell2.
+    """
+    test.flags(allow_resize_to_same_host=True)
+    # The ERROR server still counts against quota.
+    test.flags(cores=100, group='quota')
+    other = other_project_api(test)
+    servers = {}
+
+    def create(label, host=None, api=None, **kw):
+        servers[label] = test._create_server(
+            name='srv-%s' % label, host=host, networks='none', api=api,
+            **kw)
+        return servers[label]
+
+    s = create('active1', 'compute1-1')
+    for tag in ('t1', 't2'):
+        test.api.api_put('/servers/%s/tags/%s' % (s['id'], tag), None,
+                         check_response_status=[201])
+    test.api.api_post('/servers/%s/metadata' % s['id'],
+                      {'metadata': {'purpose': 'parity', 'tier': 'gold'}})
+    s = create('locked2', 'compute2-1')
+    test.api.post_server_action(s['id'], {'lock': {'locked_reason': 'x'}})
+    s = create('stopped1', 'compute1-1')
+    test._stop_server(s)
+    s = create('other2', api=other)
+    other.api_put('/servers/%s/tags/t2' % s['id'], None,
+                  check_response_status=[201])
+    # More VCPU than any fake host offers (2 x allocation ratio 4), within
+    # the default quota.
+    huge = test._create_flavor(memory_mb=512, vcpu=10, disk=1)
+    create('error0', flavor_id=huge, expected_state='ERROR')
+    s = create('deleted1', 'compute1-1')
+    test._delete_server(s)
+    s = create('shelved2', api=other)
+    other.post_server_action(s['id'], {'shelve': {}})
+    test._wait_for_state_change(s, 'SHELVED_OFFLOADED')
+    bigger = test._create_flavor(memory_mb=1024, vcpu=1, disk=2)
+    s = create('resized1', 'compute1-1')
+    test._resize_server(s, bigger)
+    test._confirm_resize(s)
+    s = create('verify2', 'compute2-1')
+    test._resize_server(s, bigger)
+    return servers

@@ -1,0 +1,285 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The index driver answers GET /servers exactly as Nova does.
+
+Every request is made twice against the same cloud, once through the index
+and once through Nova's own path, and the two responses must have the same
+status and the same bytes. Each index answer must also have been served by
+the index (not handed back to Nova), or the comparison would prove nothing.
+"""
+
+import urllib.parse
+
+from nova.compute import instance_list as nova_instance_list
+from nova import context as nova_context
+from nova.db.main import models as nova_models
+import sqlalchemy as sa
+
+from nova_ext import conf as ext_conf
+from nova_ext.index import sync
+from nova_ext.tests.functional import base
+from nova_ext.tests.functional import fixtures as ext_fixtures
+from nova_ext.tests.functional import population
+
+
+class IndexTestCase(base.NovaExtTestCase):
+
+    NOVA_EXT_OPTIONS = {'nova_ext_instance_list': {'driver': 'index'}}
+
+    def _setup_services(self):
+        self.index = self.useFixture(ext_fixtures.IndexFixture(self))
+        self.nova_500s = []
+        self.null_sort_differences = []
+        super()._setup_services()
+
+    def sync_index(self):
+        ctx = nova_context.get_admin_context()
+        for cell in sync.cells(ctx):
+            sync.sync_cell(ctx, ext_conf.CONF, cell)
+
+    def null_columns(self, columns):
+        """Columns that are NULL for some live instance."""
+        table = nova_models.Instance.__table__
+        found = set()
+        with self.index.engine.connect() as conn:
+            for column in columns:
+                if conn.execute(sa.select(sa.func.count()).where(
+                        table.c[column].is_(None),
+                        table.c.deleted == 0)).scalar():
+                    found.add(column)
+        return found
+
+    @property
+    def selector(self):
+        return nova_instance_list.get_instance_objects_sorted.nova_ext_selector
+
+    def _get(self, api, uri):
+        return api.api_request(uri, check_response_status=[])
+
+    def assertSameAnswer(self, api, uri, served=None, nova_500=False,
+                         null_sort=False):
+        """GET ``uri`` through the index and through Nova; compare.
+
+        :param served: whether the index must have answered; by default,
+            exactly when the answer is a 200. Queries that Nova answers
+            before it lists anything (an unknown flavor, an IP no port has)
+            pass False.
+        :param nova_500: the caller knows Nova may fail this request with a
+            500 (see NOVA_500_SORTS); where it does, the index must answer
+            200 instead.
+        :param null_sort: the request sorts on a column that is NULL for
+            some servers, where Nova's order is undefined (see
+            NOVA_500_SORTS); a different page is recorded, not failed.
+        :returns: the index response (a requests.Response).
+        """
+        before = self.selector.stats.snapshot()
+        got = self._get(api, uri)
+        after = self.selector.stats.snapshot()
+        wrapper = nova_instance_list.get_instance_objects_sorted
+        nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
+        try:
+            want = self._get(api, uri)
+        finally:
+            nova_instance_list.get_instance_objects_sorted = wrapper
+        context = '%s as %s (%s)' % (uri, api.auth_user, api.microversion)
+        if nova_500 and want.status_code == 500:
+            self.assertEqual(200, got.status_code, context)
+            self.nova_500s.append(uri)
+        elif (null_sort and want.status_code == got.status_code == 200 and
+                want.text != got.text):
+            self.null_sort_differences.append(uri)
+        elif (want.status_code, want.text) != (got.status_code, got.text):
+            self.fail('index and Nova differ on %s: status %s vs %s; %s'
+                      % (context, got.status_code, want.status_code,
+                         _difference(_json(want), _json(got))))
+        if served is None:
+            served = got.status_code == 200
+        self.assertEqual(before['served'] + int(served), after['served'],
+                         'served by the index: %s expected %s; %s'
+                         % (context, served, after))
+        return got
+
+    def walk(self, api, uri, nova_500=False, null_sort=False):
+        """Compare every page of a paged listing; returns the servers."""
+        pages, servers = 0, []
+        while uri:
+            got = self.assertSameAnswer(api, uri, nova_500=nova_500,
+                                        null_sort=null_sort)
+            pages += 1
+            body = got.json()
+            servers.extend(body['servers'])
+            links = body.get('servers_links') or []
+            nxt = [link['href'] for link in links if link['rel'] == 'next']
+            uri = _relative(api, nxt[0]) if nxt else None
+            self.assertLess(pages, 50, 'runaway paging at %s' % uri)
+        return servers
+
+
+def _json(response):
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _difference(want, got, path=''):
+    """The first place two JSON documents differ, for failure messages."""
+    if type(want) is not type(got):
+        return '%s: Nova %r, index %r' % (path or '/', want, got)
+    if isinstance(want, dict):
+        for key in list(want) + [k for k in got if k not in want]:
+            if key not in want or key not in got:
+                return '%s/%s: only in %s' % (
+                    path, key, 'Nova' if key in want else 'the index')
+            found = _difference(want[key], got[key], '%s/%s' % (path, key))
+            if found:
+                return found
+        if list(want) != list(got):
+            return '%s: key order %s vs %s' % (path, list(want), list(got))
+        return None
+    if isinstance(want, list):
+        for i, (w, g) in enumerate(zip(want, got)):
+            found = _difference(w, g, '%s[%d]' % (path, i))
+            if found:
+                return found
+        if len(want) != len(got):
+            return '%s: %d items in Nova, %d in the index' % (
+                path, len(want), len(got))
+        return None
+    if want != got:
+        return '%s: Nova %r, index %r' % (path or '/', want, got)
+    return 'same JSON, different bytes' if not path else None
+
+
+def _relative(api, href):
+    base_path = urllib.parse.urlsplit(api.base_url).path.rstrip('/')
+    parts = urllib.parse.urlsplit(href)
+    path = parts.path[len(base_path):].lstrip('/')
+    return path + ('?' + parts.query if parts.query else '')
+
+
+#: Sorts for which Nova 34 answers 500 on this population, at least: its
+#: merge of the cells compares a NULL of one cell with a value (or a NULL)
+#: of another in Python (TypeError in RecordSortContext.compare_records);
+#: cell0's ERROR server has no host, the others do. Other keys with NULLs
+#: (launched_at, task_state, key_name, ...) fail or not depending on which
+#: cells the merge happens to compare. The index sorts in one database and answers 200, in the order
+#: Nova gives with a single cell. Where Nova does answer such a sort, its
+#: order depends on which cell holds the NULLs, so pages may differ; they
+#: hold the same servers unless a marker's value is NULL, where paging skips
+#: rows on both paths (oslo.db's paginate_query).
+NOVA_500_SORTS = ('sort_key=host&sort_dir=asc', 'sort_key=host&sort_dir=desc')
+
+
+class TestIndexParity(IndexTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.servers = population.build(self)
+        self.other = population.other_project_api(self)
+        self.sync_index()
+
+    def _filters(self):
+        s = self.servers
+        image = s['active1']['image']['id']
+        return [
+            '', 'limit=3', 'all_tenants=1', 'all_tenants=1&deleted=true',
+            'project_id=%s' % population.OTHER_PROJECT,
+            'all_tenants=1&tenant_id=%s' % population.OTHER_PROJECT,
+            'name=srv-a', 'name=%5Esrv-(locked|other)2%24', 'name=nomatch',
+            'status=ACTIVE', 'status=SHUTOFF', 'status=ERROR',
+            'status=VERIFY_RESIZE', 'status=SHELVED_OFFLOADED',
+            'status=DELETED', 'all_tenants=1&status=DELETED',
+            'vm_state=active', 'task_state=', 'host=compute1-1',
+            'node=compute2', 'all_tenants=1&host=compute2-1',
+            'flavor=1', 'image=%s' % image,
+            'tags=t1', 'tags=t1,t2', 'tags-any=t1,t2', 'not-tags=t1',
+            'not-tags-any=t1,t2', 'all_tenants=1&tags=t2',
+            'locked=true', 'locked=false', 'availability_zone=nova',
+            'changes-since=2000-01-01T00:00:00Z',
+            'changes-before=2100-01-01T00:00:00Z',
+            'all_tenants=1&changes-since=2000-01-01T00:00:00Z',
+            'ip=10.0.0', 'ip6=fe80', 'user_id=fake', 'key_name=x',
+            'hostname=srv', 'reservation_id=r-x', 'launch_index=0',
+            'soft_deleted=true', 'uuid=%s' % s['active1']['id'],
+        ]
+
+    def test_filters_by_role(self):
+        for api in (self.admin_api, self.api, self.other):
+            for path in ('servers', 'servers/detail'):
+                for query in self._filters():
+                    query, served = (query if isinstance(query, tuple)
+                                     else (query, None))
+                    self.assertSameAnswer(
+                        api, path + ('?' + query if query else ''),
+                        served=served)
+
+    def test_sorts_and_pages(self):
+        keys = ['created_at', 'display_name', 'host', 'hostname',
+                'launched_at', 'locked', 'node', 'power_state', 'task_state',
+                'updated_at', 'uuid', 'vm_state', 'availability_zone',
+                'instance_type_id', 'project_id', 'user_id', 'key_name',
+                'config_drive', 'access_ip_v4', 'image_ref', 'progress',
+                'terminated_at', 'launch_index', 'root_device_name',
+                'display_description', 'kernel_id', 'ramdisk_id',
+                'auto_disk_config', 'access_ip_v6', 'locked_by']
+        nullable = self.null_columns(keys)
+        for key in keys:
+            for direction in ('asc', 'desc'):
+                uri = ('servers/detail?all_tenants=1&limit=3&sort_key=%s'
+                       '&sort_dir=%s' % (key, direction))
+                self.walk(self.admin_api, uri, nova_500=True,
+                          null_sort=key in nullable)
+        # If Nova stops failing these, the index's answers to them can be
+        # compared too: drop them from NOVA_500_SORTS.
+        for sort in NOVA_500_SORTS:
+            self.assertTrue(any(sort in uri for uri in self.nova_500s),
+                            '%s: %s' % (sort, self.nova_500s))
+        self.walk(self.admin_api, 'servers?all_tenants=1&deleted=true&'
+                  'limit=2&sort_key=vm_state&sort_dir=asc&'
+                  'sort_key=display_name&sort_dir=desc')
+        self.walk(self.api, 'servers/detail?limit=2')
+        self.walk(self.other, 'servers/detail?limit=1&sort_key=created_at')
+
+    def test_microversions(self):
+        versions = ['2.1', '2.3', '2.9', '2.16', '2.19', '2.26', '2.47',
+                    '2.63', '2.69', '2.73', '2.75', '2.90', '2.96', '2.98',
+                    '2.100', 'latest']
+        for version in versions:
+            for api in (self.admin_api, self.api):
+                api.microversion = version
+                for uri in ('servers/detail?all_tenants=1',
+                            'servers?all_tenants=1&limit=4',
+                            'servers/detail?deleted=true&all_tenants=1'):
+                    self.assertSameAnswer(api, uri)
+
+    def test_markers_and_errors(self):
+        s = self.servers
+        for label in ('active1', 'locked2', 'error0', 'deleted1',
+                      'other2', 'shelved2'):
+            self.assertSameAnswer(
+                self.admin_api, 'servers/detail?all_tenants=1&limit=2&'
+                'marker=%s' % s[label]['id'])
+            self.assertSameAnswer(
+                self.api, 'servers?limit=2&marker=%s' % s[label]['id'])
+        # Unknown marker: the index hands it to Nova, which gives its 400.
+        got = self.assertSameAnswer(
+            self.admin_api, 'servers?marker=00000000-0000-0000-0000-'
+            '000000000000', served=False)
+        self.assertEqual(400, got.status_code)
+        # Rejected before any listing: identical by construction, checked
+        # anyway, since nova_ext sits in the same pipeline.
+        for uri in ('servers?sort_key=nope', 'servers?limit=-1',
+                    'servers?changes-since=yesterday',
+                    'servers?sort_key=display_name&sort_dir=sideways',
+                    'servers?flavor=does-not-exist'):
+            self.assertSameAnswer(self.admin_api, uri, served=False)
