@@ -16,6 +16,7 @@ database connection is the index instead of a cell. Nova's query code then
 runs unchanged over the rows of every cell at once.
 """
 
+import math
 import os
 import threading
 
@@ -48,6 +49,13 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
     cursor.close()
 
 
+def _connect_timeout(url, timeout):
+    seconds = max(1, int(math.ceil(timeout)))
+    if url.startswith(('mysql', 'postgresql')):
+        return 'connect_timeout=%d' % seconds
+    return ''
+
+
 def get_context_manager(conf):
     """The enginefacade transaction context of the index, one per URL."""
     url = connection_url(conf)
@@ -55,7 +63,12 @@ def get_context_manager(conf):
         manager = _MANAGERS.get(url)
         if manager is None:
             manager = enginefacade.transaction_context()
-            manager.configure(connection=url)
+            # nova-api must learn at once that the index is unreachable and
+            # answer from Nova's path: no connection retries at start-up
+            # (oslo.db's default waits 100 s), a bounded connect.
+            manager.configure(connection=url, max_retries=0,
+                              connection_parameters=_connect_timeout(
+                                  url, conf.nova_ext_index.query_timeout))
             engine = manager.writer.get_engine()
             if (engine.dialect.name == 'sqlite' and
                     engine.url.database not in (None, '', ':memory:')):

@@ -26,8 +26,8 @@ from sqlalchemy import exc as sa_exc
 
 PENDING = sa.table(
     'nova_ext_index_pending',
-    sa.column('uuid'), sa.column('first_event_at'),
-    sa.column('last_event_at'), sa.column('attempts'))
+    sa.column('uuid', sa.String), sa.column('first_event_at', sa.Float),
+    sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer))
 
 
 def mark(engine, events):

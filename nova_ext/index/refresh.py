@@ -16,6 +16,7 @@ import collections
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
@@ -75,7 +76,8 @@ def refresh(ctx, conf, uuids):
             with nova_context.target_cell(ctx, cells[cell_uuid]) as cctxt:
                 read = source.read(cctxt, cells[cell_uuid], cell_uuids)
             totals = _add(totals, writer.apply(engine, read, cell_uuids))
-        except (sa.exc.SQLAlchemyError, nova_exception.NovaException) as e:
+        except (sa.exc.SQLAlchemyError, db_exc.DBError,
+                nova_exception.NovaException) as e:
             LOG.warning('nova_ext index: could not refresh %d instances of '
                         'cell %s: %s', len(cell_uuids), cell_uuid, e)
             failed.extend(cell_uuids)

@@ -30,8 +30,9 @@ from nova_ext.index import writer
 
 CURSORS = sa.table(
     'nova_ext_index_sync',
-    sa.column('cell_uuid'), sa.column('last_source_id'),
-    sa.column('started_at'), sa.column('finished_at'))
+    sa.column('cell_uuid', sa.String),
+    sa.column('last_source_id', sa.Integer),
+    sa.column('started_at', sa.Float), sa.column('finished_at', sa.Float))
 
 
 def cells(ctx, cell_uuid=None):

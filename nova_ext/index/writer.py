@@ -25,11 +25,13 @@ import sqlalchemy as sa
 from nova_ext.index import ids
 from nova_ext.index import source
 
+# Typed, so that SQLite hands back datetimes and floats, not strings.
 BOOK = sa.table(
     'nova_ext_index_instances',
-    sa.column('uuid'), sa.column('cell_uuid'), sa.column('source_id'),
-    sa.column('source_updated_at'),
-    sa.column('read_at'), sa.column('deleted_at'))
+    sa.column('uuid', sa.String), sa.column('cell_uuid', sa.String),
+    sa.column('source_id', sa.Integer),
+    sa.column('source_updated_at', sa.DateTime),
+    sa.column('read_at', sa.Float), sa.column('deleted_at', sa.DateTime))
 
 Outcome = collections.namedtuple('Outcome',
                                  'written stale hidden removed missing')

@@ -32,6 +32,7 @@ from nova import exception as nova_exception
 from nova import objects
 from nova.objects import base as obj_base
 from nova.objects import instance as instance_obj
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
@@ -157,7 +158,7 @@ class IndexDriver(base.InstanceListDriver):
                                     cell_down_support=False):
         try:
             lag = self.lag()
-        except sa.exc.SQLAlchemyError as e:
+        except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             raise base.Unavailable('index database unreachable: %s' % e)
         if lag > self.conf.nova_ext_index.max_lag:
             raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'

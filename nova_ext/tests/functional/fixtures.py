@@ -22,6 +22,7 @@ swaps in a fake notifier in TestCase.setUp), the fixture re-runs Nova's own
 
 import os
 import sys
+import time
 
 import fixtures
 from nova import context as nova_context
@@ -31,8 +32,10 @@ from oslo_config import cfg
 
 from nova_ext.api import paste_config
 from nova_ext.entry_points import api as api_entry_point
+from nova_ext.index import consumer as index_consumer
 from nova_ext.index import db as index_db
 from nova_ext.index import migration as index_migration
+from nova_ext.index import pending as index_pending
 from nova_ext.notifications import dispatcher
 
 CONF = cfg.CONF
@@ -196,6 +199,8 @@ class IndexFixture(fixtures.Fixture):
         self.test.flags(connection=self.connection, group='nova_ext_index')
         index_db.reset()
         self.addCleanup(index_db.reset)
+        # Runs before index_db.reset: the worker uses the engine.
+        self.addCleanup(index_consumer.reset)
         index_migration.db_sync(CONF)
         # Nova's CellDatabases fixture replaces target_cell with a wrapper
         # that only knows the harness's cell databases; tell it about the
@@ -208,3 +213,14 @@ class IndexFixture(fixtures.Fixture):
     @property
     def engine(self):
         return index_db.get_engine(CONF)
+
+    def wait_fresh(self, timeout=20.0):
+        """Wait until every notification so far is applied to the index."""
+        deadline = time.monotonic() + timeout
+        dispatcher.get_dispatcher(CONF).drain(timeout)
+        while index_pending.count(self.engine):
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    'index still has %d pending changes after %.0f s'
+                    % (index_pending.count(self.engine), timeout))
+            time.sleep(0.05)

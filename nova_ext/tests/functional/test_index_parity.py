@@ -172,11 +172,11 @@ def _relative(api, href):
 #: of another in Python (TypeError in RecordSortContext.compare_records);
 #: cell0's ERROR server has no host, the others do. Other keys with NULLs
 #: (launched_at, task_state, key_name, ...) fail or not depending on which
-#: cells the merge happens to compare. The index sorts in one database and answers 200, in the order
-#: Nova gives with a single cell. Where Nova does answer such a sort, its
-#: order depends on which cell holds the NULLs, so pages may differ; they
-#: hold the same servers unless a marker's value is NULL, where paging skips
-#: rows on both paths (oslo.db's paginate_query).
+#: cells the merge happens to compare. The index sorts in one database and
+#: answers 200, in the order Nova gives with a single cell. Where Nova does
+#: answer such a sort, its order depends on which cell holds the NULLs, so
+#: pages may differ; they hold the same servers unless a marker's value is
+#: NULL, where paging skips rows on both paths (oslo.db's paginate_query).
 NOVA_500_SORTS = ('sort_key=host&sort_dir=asc', 'sort_key=host&sort_dir=desc')
 
 
@@ -283,3 +283,36 @@ class TestIndexParity(IndexTestCase):
                     'servers?sort_key=display_name&sort_dir=sideways',
                     'servers?flavor=does-not-exist'):
             self.assertSameAnswer(self.admin_api, uri, served=False)
+
+
+class TestIndexFollowsNotifications(IndexTestCase):
+    """No sync: the in-process consumer alone keeps the index true."""
+
+    NOVA_EXT_OPTIONS = {
+        'nova_ext_instance_list': {'driver': 'index'},
+        'nova_ext_notifications': {'consumers': ['index']},
+        'notifications': {'notification_format': 'versioned',
+                          'notify_on_state_change': 'vm_and_task_state'},
+    }
+
+    def assertIndexTrue(self):
+        self.index.wait_fresh()
+        for uri in ('servers/detail?all_tenants=1&deleted=true',
+                    'servers/detail?all_tenants=1'):
+            self.assertSameAnswer(self.admin_api, uri)
+
+    def test_lifecycle(self):
+        server = self._create_server(host='compute1-1', networks='none')
+        self.assertIndexTrue()
+        self._stop_server(server)
+        self.assertIndexTrue()
+        self.api.post_server_action(server['id'], {'lock': {}})
+        self.assertIndexTrue()
+        other = self._create_server(host='compute2-1', networks='none')
+        self.assertIndexTrue()
+        self._delete_server(other)
+        self.assertIndexTrue()
+        huge = self._create_flavor(memory_mb=512, vcpu=10, disk=1)
+        self._create_server(flavor_id=huge, networks='none',
+                            expected_state='ERROR')
+        self.assertIndexTrue()

@@ -1,0 +1,77 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The indexer's worker: applies pending marks to the index, in batches.
+
+One thread per process. Whatever marks instances (the in-process
+notification consumer, the standalone listener) wakes it; it then drains the
+pending table batch by batch, so a burst of notifications costs one cell
+read per batch, not one per notification. Marks it cannot apply (a cell is
+down) stay pending and are retried after ``retry`` seconds; meanwhile the
+index's lag grows, and nova-api stops using it once the lag passes
+``[nova_ext_index]max_lag``.
+"""
+
+import threading
+
+from nova import context as nova_context
+from oslo_log import log as logging
+
+from nova_ext.index import refresh
+
+LOG = logging.getLogger(__name__)
+
+
+class Worker(object):
+
+    def __init__(self, conf, retry=5.0, name='nova-ext-index-worker'):
+        self.conf = conf
+        self.retry = retry
+        self.applied = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name,
+                                        daemon=True)
+        self._thread.start()
+
+    def wake(self):
+        self._idle.clear()
+        self._wake.set()
+
+    def _run(self):
+        ctx = nova_context.get_admin_context()
+        while not self._stop.is_set():
+            self._wake.wait(self.retry)
+            self._wake.clear()
+            try:
+                while not self._stop.is_set():
+                    taken = refresh.process_pending(ctx, self.conf)
+                    self.applied += taken
+                    if not taken:
+                        break
+            except Exception:
+                # The marks are still pending; they are retried, and the lag
+                # they cause is what nova-api watches.
+                LOG.exception('nova_ext index worker failed to apply '
+                              'pending changes; retrying in %.0f s',
+                              self.retry)
+            if not self._wake.is_set():
+                self._idle.set()
+
+    def wait_idle(self, timeout=None):
+        """Wait until nothing is pending that the worker knows of."""
+        return self._idle.wait(timeout)
+
+    def stop(self, timeout=10):
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)

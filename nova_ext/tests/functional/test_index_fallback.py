@@ -1,0 +1,87 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""When the index cannot answer, Nova does: same response, no error.
+
+The spec's error conditions: the index unreachable, broken, or behind.
+Each time the request is answered by Nova's own path (byte-identical, as
+checked by assertSameAnswer), the driver is switched off for
+``retry_interval`` with a single warning, and is used again afterwards.
+"""
+
+import time
+
+import sqlalchemy as sa
+
+from nova_ext.index import pending
+from nova_ext.tests.functional import test_index_parity
+
+#: Nothing listens on the discard port: connections are refused at once.
+UNREACHABLE = 'mysql+pymysql://nova:secret@127.0.0.1:9/nova_ext_index'
+
+
+class TestIndexFallback(test_index_parity.IndexTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(retry_interval=1, group='nova_ext_instance_list')
+        for host in ('compute1-1', 'compute2-1'):
+            self._create_server(host=host, networks='none')
+        self.sync_index()
+        # Served by the index while it is healthy.
+        self.assertSameAnswer(self.admin_api, 'servers/detail')
+
+    def stats(self):
+        return self.selector.stats.snapshot()
+
+    def assertFallsBackThenRecovers(self, reason, heal):
+        uri = 'servers/detail?all_tenants=1'
+        before = self.stats()
+        self.assertSameAnswer(self.admin_api, uri, served=False)
+        after = self.stats()
+        self.assertEqual(before['unavailable'] + 1, after['unavailable'])
+        self.assertIn(reason, after['last_reason'])
+        # Latched: the next request does not even ask the index.
+        self.assertSameAnswer(self.admin_api, uri, served=False)
+        self.assertEqual(after['latched'] + 1, self.stats()['latched'])
+        self.assertEqual(after['unavailable'], self.stats()['unavailable'])
+        self.assertEqual(
+            1, self.stdlog.logger.output.count('is off for 1 s'),
+            'one warning per outage')
+        heal()
+        time.sleep(1.1)
+        self.assertSameAnswer(self.admin_api, uri, served=True)
+
+    def test_unreachable(self):
+        connection = self.index.connection
+        self.flags(connection=UNREACHABLE, group='nova_ext_index')
+        self.assertFallsBackThenRecovers(
+            'unreachable', lambda: self.flags(connection=connection,
+                                              group='nova_ext_index'))
+
+    def test_behind(self):
+        self.flags(max_lag=30, group='nova_ext_index')
+        uuid = '11111111-2222-3333-4444-555555555555'
+        pending.mark(self.index.engine, [(uuid, time.time() - 120)])
+        self.assertFallsBackThenRecovers(
+            'behind', lambda: pending.unmark(self.index.engine,
+                                             {uuid: time.time()}))
+
+    def test_broken(self):
+        with self.index.engine.begin() as conn:
+            conn.execute(sa.text('ALTER TABLE instance_extra '
+                                 'RENAME TO instance_extra_away'))
+
+        def heal():
+            with self.index.engine.begin() as conn:
+                conn.execute(sa.text('ALTER TABLE instance_extra_away '
+                                     'RENAME TO instance_extra'))
+        self.assertFallsBackThenRecovers('instance_extra', heal)
