@@ -61,15 +61,19 @@ answers from Nova's own path.
 """),
     cfg.IntOpt(
         'deleted_retention',
-        default=90,
+        default=0,
         min=0,
         help="""
-Days a deleted instance stays in the index as a tombstone.
+Days a deleted instance stays in the index as a tombstone; 0 keeps it until
+Nova archives its row.
 
-Tombstones keep ``deleted=True`` and ``changes-since`` listings exact. A
-tombstone also leaves the index when Nova archives the instance's row
-(``nova-manage db archive_deleted_rows``), so the index never shows more
-than the cell databases do.
+Tombstones are what make ``deleted=True``, ``changes-since`` and
+``changes-before`` listings exact, and a tombstone always leaves the index
+when Nova archives the instance (``nova-manage db archive_deleted_rows``;
+the reconcile pass notices). A shorter retention keeps the index smaller
+when Nova archives rarely; listings that could need a purged tombstone
+(``deleted=True``, ``changes-before``, ``changes-since`` older than the
+retention) are then answered by Nova's own path.
 """),
     cfg.IntOpt(
         'batch_size',

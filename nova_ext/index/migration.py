@@ -16,6 +16,7 @@ import os
 from alembic import command
 from alembic import config as alembic_config
 from alembic import migration as alembic_migration
+from alembic import script
 
 from nova_ext.index import db
 
@@ -34,6 +35,11 @@ def db_sync(conf, revision='head'):
     engine = db.get_engine(conf)
     with engine.begin() as connection:
         command.upgrade(_config(connection), revision)
+
+
+def head():
+    """The newest revision this nova_ext knows."""
+    return script.ScriptDirectory.from_config(_config(None)).get_current_head()
 
 
 def current(conf):

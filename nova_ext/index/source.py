@@ -125,6 +125,60 @@ def uuids_after(cctxt, after_id, limit, since=None):
         return [(row.id, row.uuid) for row in s.execute(query)]
 
 
+def versions_after(cctxt, after_id, limit):
+    """Up to ``limit`` ``{id, uuid, updated_at}`` past ``after_id``."""
+    with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
+        query = sa.select(INSTANCES.c.id, INSTANCES.c.uuid,
+                          INSTANCES.c.updated_at).where(
+            INSTANCES.c.id > after_id).order_by(INSTANCES.c.id).limit(limit)
+        return [dict(row._mapping) for row in s.execute(query)]
+
+
+def fingerprints(execute, uuids):
+    """``{uuid: fingerprint}``: what verify compares between cell and index.
+
+    Not every change bumps ``instances.updated_at`` (tags have no
+    timestamps, metadata and the network info cache have their own), so a
+    fingerprint covers the instance row and a summary of each related
+    table. ``execute`` is a Session's or a Connection's ``execute``; the
+    cell and the index have the same tables.
+    """
+    uuids = list(uuids)
+    prints = {}
+    for row in execute(sa.select(INSTANCES.c.uuid, INSTANCES.c.updated_at,
+                                 INSTANCES.c.deleted != 0).where(
+            INSTANCES.c.uuid.in_(uuids))):
+        prints[row[0]] = [row[1], bool(row[2])]
+    for table, key in CHILDREN:
+        if table.name == 'tags':
+            tags = {}
+            for row in execute(sa.select(table.c.resource_id, table.c.tag)
+                               .where(table.c.resource_id.in_(uuids))):
+                tags.setdefault(row[0], []).append(row[1])
+            for uuid, fp in prints.items():
+                fp.append(tuple(sorted(tags.get(uuid, ()))))
+            continue
+        summary = {row[0]: tuple(row[1:]) for row in execute(
+            sa.select(table.c[key], sa.func.count(),
+                      sa.func.max(table.c.created_at),
+                      sa.func.max(table.c.updated_at),
+                      sa.func.max(table.c.deleted_at))
+            .where(table.c[key].in_(uuids)).group_by(table.c[key]))}
+        for uuid, fp in prints.items():
+            fp.append(summary.get(uuid))
+    groups = {row[0]: row[1] for row in execute(
+        sa.select(SG_ASSOCIATIONS.c.instance_uuid, sa.func.count())
+        .where(SG_ASSOCIATIONS.c.instance_uuid.in_(uuids))
+        .group_by(SG_ASSOCIATIONS.c.instance_uuid))}
+    return {uuid: tuple(fp) + (groups.get(uuid, 0),)
+            for uuid, fp in prints.items()}
+
+
+def cell_fingerprints(cctxt, uuids):
+    with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
+        return fingerprints(s.execute, uuids)
+
+
 def count(cctxt, since=None):
     with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
         query = _since(sa.select(sa.func.count()).select_from(INSTANCES),

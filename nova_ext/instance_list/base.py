@@ -74,6 +74,13 @@ class InstanceListDriver(abc.ABC):
         :raises Unavailable: if the backend cannot answer right now.
         """
 
+    def report_stats(self, counts):
+        """Publish this process's list counters (a dict); default: no-op.
+
+        Called every few seconds from request threads; must be quick and
+        must not raise.
+        """
+
     def is_available(self):
         """Whether the driver can serve requests right now.
 

@@ -22,6 +22,7 @@ Only what cannot be stored is fetched at request time: the services behind
 """
 
 import collections
+import datetime
 import uuid as uuid_lib
 
 from nova.compute import instance_list as nova_instance_list
@@ -33,11 +34,13 @@ from nova import objects
 from nova.objects import base as obj_base
 from nova.objects import instance as instance_obj
 from oslo_db import exception as db_exc
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
 from nova_ext.index import ids
+from nova_ext.index import metrics
 from nova_ext.index import pending
 from nova_ext.instance_list import base
 
@@ -138,6 +141,22 @@ def _fill_services(ctx, instances, cell_of):
         inst.obj_reset_changes(['services'])
 
 
+def _check_tombstones(conf, filters):
+    """Hand to Nova the queries that could need purged tombstones."""
+    days = conf.nova_ext_index.deleted_retention
+    if not days:
+        return
+    if filters.get('deleted') or 'changes-before' in filters:
+        raise base.Unservable('deleted instances older than %d days are '
+                              'not in the index' % days)
+    since = filters.get('changes-since')
+    if since is not None:
+        now = timeutils.utcnow(with_timezone=since.tzinfo is not None)
+        if since < now - datetime.timedelta(days=days):
+            raise base.Unservable('changes-since is older than the '
+                                  'index keeps deleted instances')
+
+
 class IndexDriver(base.InstanceListDriver):
     """Lists instances from nova_ext's global instance index."""
 
@@ -149,6 +168,9 @@ class IndexDriver(base.InstanceListDriver):
     def is_available(self):
         lag = pending.lag(db.get_engine(self.conf))
         return lag <= self.conf.nova_ext_index.max_lag
+
+    def report_stats(self, counts):
+        metrics.publish(db.get_engine(self.conf), self.name, counts)
 
     def lag(self):
         return pending.lag(db.get_engine(self.conf))
@@ -163,6 +185,7 @@ class IndexDriver(base.InstanceListDriver):
         if lag > self.conf.nova_ext_index.max_lag:
             raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
                                    % (lag, self.conf.nova_ext_index.max_lag))
+        _check_tombstones(self.conf, filters)
         attrs = list(expected_attrs or [])
         want_services = 'services' in attrs
         if want_services:

@@ -31,6 +31,9 @@ from nova_ext.instance_list import base
 
 LOG = logging.getLogger(__name__)
 
+#: Seconds between two publications of the counters by one process.
+REPORT_INTERVAL = 10.0
+
 
 class Stats(object):
     """Counters of one nova-api process, for nova-ext-status and metrics."""
@@ -70,6 +73,7 @@ class Selector(object):
         self._driver = None
         self._lock = threading.Lock()
         self.latched_until = None
+        self._reported = float('-inf')
 
     @property
     def driver(self):
@@ -107,6 +111,14 @@ class Selector(object):
         driver = self.driver
         if driver.name == 'cells':
             return self.stock(*args, cell_down_support=cell_down_support)
+        try:
+            return self._serve(driver, args, cell_down_support)
+        finally:
+            self._report(driver)
+
+    def _serve(self, driver, args, cell_down_support):
+        ctx, filters, limit, marker, expected_attrs, sort_keys, sort_dirs = (
+            args)
         if self._latched():
             self.stats.add('latched')
             return self.stock(*args, cell_down_support=cell_down_support)
@@ -145,6 +157,18 @@ class Selector(object):
                         % (elapsed, timeout))
         self.stats.add('served')
         return result
+
+    def _report(self, driver):
+        now = self.clock()
+        with self._lock:
+            if now - self._reported < REPORT_INTERVAL:
+                return
+            self._reported = now
+        try:
+            driver.report_stats(self.stats.snapshot())
+        except Exception:  # noqa: counters must never fail a request
+            LOG.debug('nova_ext could not publish list counters',
+                      exc_info=True)
 
 
 def _is_client_error(error):

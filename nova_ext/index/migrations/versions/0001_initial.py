@@ -346,6 +346,17 @@ def _bookkeeping():
     )
     op.create_index('nova_ext_index_pending_first_idx',
                     'nova_ext_index_pending', ['first_event_at'])
+    # List counters of each nova-api process (served, handed to Nova, ...),
+    # written every few seconds, read by nova-ext-manage index status.
+    op.create_table(
+        'nova_ext_index_metrics',
+        sa.Column('host', sa.String(255), primary_key=True),
+        sa.Column('pid', sa.Integer(), primary_key=True),
+        sa.Column('driver', sa.String(36), nullable=False),
+        sa.Column('started_at', sa.Float(), nullable=False),
+        sa.Column('updated_at', sa.Float(), nullable=False),
+        sa.Column('counts', sa.Text(), nullable=False),
+    )
     # Per-cell cursor of ``nova-ext-manage index sync``, so an interrupted
     # sync resumes where it stopped.
     op.create_table(

@@ -1,0 +1,59 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""List counters of nova-api processes, kept in the index database.
+
+Each nova-api process that lists through the index writes its counters
+(served, handed to Nova, unavailable, latched, ...) every few seconds, so
+that ``nova-ext-manage index status`` can show one cloud-wide picture
+without a metrics system. Rows of processes gone quiet for a day are
+dropped.
+"""
+
+import json
+import os
+import socket
+import time
+
+import sqlalchemy as sa
+
+METRICS = sa.table(
+    'nova_ext_index_metrics',
+    sa.column('host', sa.String), sa.column('pid', sa.Integer),
+    sa.column('driver', sa.String), sa.column('started_at', sa.Float),
+    sa.column('updated_at', sa.Float), sa.column('counts', sa.Text))
+
+#: Rows older than this are forgotten.
+EXPIRY = 86400.0
+_STARTED = time.time()
+
+
+def publish(engine, driver, counts, now=None):
+    now = time.time() if now is None else now
+    host, pid = socket.gethostname(), os.getpid()
+    row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
+           'counts': json.dumps(counts, sort_keys=True)}
+    with engine.begin() as conn:
+        updated = conn.execute(sa.update(METRICS).where(
+            METRICS.c.host == host, METRICS.c.pid == pid).values(**row))
+        if not updated.rowcount:
+            conn.execute(sa.insert(METRICS).values(host=host, pid=pid, **row))
+        conn.execute(sa.delete(METRICS).where(
+            METRICS.c.updated_at < now - EXPIRY))
+
+
+def collect(engine):
+    """Every process's latest counters, newest first."""
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(METRICS).order_by(
+            METRICS.c.updated_at.desc()))
+        return [dict(row._mapping, counts=json.loads(row.counts))
+                for row in rows]

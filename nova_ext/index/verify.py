@@ -1,0 +1,142 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Comparing the index with the cells, and healing what differs.
+
+``verify`` streams one cell and the index's rows of that cell side by side,
+in the cell's id order, one batch at a time, and reports instances the
+index lacks, holds in an older version, or holds although the cell no
+longer has them (archived). With ``fix`` the differences are marked pending
+and re-read, exactly as a notification would have made them; this is the
+reconcile pass that heals dropped notifications, changes Nova makes
+without one (tags, for one), and archiving.
+"""
+
+import collections
+import datetime
+import time
+
+from nova import context as nova_context
+import sqlalchemy as sa
+
+from nova_ext.index import db
+from nova_ext.index import pending
+from nova_ext.index import refresh
+from nova_ext.index import source
+from nova_ext.index import writer
+
+BOOK = writer.BOOK
+
+#: How many differing uuids a report keeps as examples.
+SAMPLES = 10
+
+
+class Report(object):
+    """What verify found in one cell."""
+
+    def __init__(self, cell):
+        self.cell_uuid = cell.uuid
+        self.cell_name = cell.name
+        self.counts = collections.Counter(checked=0, missing=0, stale=0,
+                                          extra=0, fixed=0)
+        self.samples = collections.defaultdict(list)
+
+    def add(self, kind, uuid):
+        self.counts[kind] += 1
+        if len(self.samples[kind]) < SAMPLES:
+            self.samples[kind].append(uuid)
+
+    @property
+    def drift(self):
+        return self.counts['missing'] + self.counts['stale'] + \
+            self.counts['extra']
+
+    def as_dict(self):
+        return {'cell_uuid': self.cell_uuid, 'cell_name': self.cell_name,
+                'counts': dict(self.counts),
+                'samples': {k: v for k, v in self.samples.items()}}
+
+
+def _held(conn, cell_uuid, low, high):
+    query = sa.select(BOOK.c.uuid, BOOK.c.source_id).where(
+        BOOK.c.cell_uuid == cell_uuid, BOOK.c.source_id > low)
+    if high is not None:
+        query = query.where(BOOK.c.source_id <= high)
+    return {row.uuid for row in conn.execute(query)}
+
+
+def _compare(cctxt, engine, cell_uuid, rows, after, high, report):
+    uuids = [row['uuid'] for row in rows]
+    theirs = source.cell_fingerprints(cctxt, uuids)
+    with engine.connect() as conn:
+        held = _held(conn, cell_uuid, after, high)
+        mine = source.fingerprints(conn.execute, uuids)
+    differing = []
+    for uuid in uuids:
+        report.counts['checked'] += 1
+        if uuid not in mine:
+            report.add('missing', uuid)
+        elif mine[uuid] != theirs.get(uuid):
+            report.add('stale', uuid)
+        else:
+            continue
+        differing.append(uuid)
+    for uuid in held - set(uuids):
+        # In the index, no longer in the cell: archived or moved.
+        report.add('extra', uuid)
+        differing.append(uuid)
+    return differing
+
+
+def verify_cell(ctx, conf, cell, fix=False):
+    """Compare one cell with the index; returns a :class:`Report`."""
+    engine = db.get_engine(conf)
+    report = Report(cell)
+    batch = conf.nova_ext_index.batch_size
+    after = 0
+    with nova_context.target_cell(ctx.elevated(read_deleted='yes'),
+                                  cell) as cctxt:
+        while True:
+            rows = source.versions_after(cctxt, after, batch)
+            high = rows[-1]['id'] if rows else None
+            differing = _compare(cctxt, engine, cell.uuid, rows, after,
+                                 high, report)
+            if fix and differing:
+                now = time.time()
+                pending.mark(engine, [(u, now) for u in differing])
+                totals, failed = refresh.refresh(ctx, conf, differing)
+                pending.unmark(engine, {u: now for u in differing
+                                        if u not in set(failed)})
+                report.counts['fixed'] += totals.written + totals.removed
+            if not rows:
+                break
+            after = high
+    return report
+
+
+def purge_tombstones(conf, now=None):
+    """Drop deleted instances older than ``deleted_retention`` days.
+
+    :returns: how many left the index; 0 when retention is 0 (tombstones
+        then stay until Nova archives them).
+    """
+    days = conf.nova_ext_index.deleted_retention
+    if not days:
+        return 0
+    now = now or datetime.datetime.utcnow()
+    cutoff = now - datetime.timedelta(days=days)
+    engine = db.get_engine(conf)
+    with engine.begin() as conn:
+        uuids = [r.uuid for r in conn.execute(sa.select(BOOK.c.uuid).where(
+            BOOK.c.deleted_at.isnot(None), BOOK.c.deleted_at < cutoff))]
+        for start in range(0, len(uuids), 500):
+            writer.delete_rows(conn, uuids[start:start + 500])
+    return len(uuids)
