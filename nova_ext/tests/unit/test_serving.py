@@ -1,0 +1,141 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The Selector: which answers come from the driver, which from Nova."""
+
+import fixtures
+from nova import exception as nova_exception
+
+from nova_ext.instance_list import base as list_base
+from nova_ext.instance_list import serving
+from nova_ext.tests.unit import base
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class ScriptedDriver(list_base.InstanceListDriver):
+    """Answers, raises, or takes time, as each test scripts it."""
+
+    name = 'scripted'
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.calls = []
+        self.error = None
+        self.duration = 0.0
+        self.reported = []
+
+    def get_instance_objects_sorted(self, ctx, filters, limit, marker,
+                                    expected_attrs, sort_keys, sort_dirs,
+                                    cell_down_support=False):
+        self.calls.append(filters)
+        # The driver may change what it is given; Nova must not see that.
+        filters['mangled'] = True
+        self.clock.now += self.duration
+        if self.error is not None:
+            raise self.error
+        return 'from-driver', []
+
+    def report_stats(self, counts):
+        self.reported.append(counts)
+
+
+class TestSelector(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(retry_interval=60, group='nova_ext_instance_list')
+        self.flags(query_timeout=5, group='nova_ext_index')
+        self.clock = Clock()
+        self.driver = ScriptedDriver(self.clock)
+        self.stock_calls = []
+        self.selector = serving.Selector(self.conf.conf, self.stock,
+                                         clock=self.clock)
+        self.selector._driver = self.driver
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_ext.instance_list.serving'))
+
+    def stock(self, ctx, filters, *args, **kwargs):
+        self.stock_calls.append(dict(filters))
+        return 'from-nova', []
+
+    def list(self, filters=None):
+        filters = {'project_id': 'p'} if filters is None else filters
+        return self.selector.get_instance_objects_sorted(
+            None, filters, 10, None, ['metadata'], ['created_at'], ['desc'])
+
+    def counts(self):
+        return self.selector.stats.snapshot()
+
+    def test_served(self):
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(1, self.counts()['served'])
+        self.assertEqual([], self.stock_calls)
+
+    def test_unservable_goes_to_nova_without_latching(self):
+        self.driver.error = list_base.Unservable('regex')
+        filters = {'project_id': 'p'}
+        self.assertEqual(('from-nova', []), self.list(filters))
+        self.assertEqual([{'project_id': 'p'}], self.stock_calls)
+        self.driver.error = None
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(1, self.counts()['unservable'])
+
+    def test_unavailable_latches_with_one_warning_then_retries(self):
+        self.driver.error = list_base.Unavailable('db down')
+        for _ in range(3):
+            self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, len(self.driver.calls))
+        self.assertEqual((1, 2), (self.counts()['unavailable'],
+                                  self.counts()['latched']))
+        self.assertEqual(1, self.logs.output.count('is off for 60 s'))
+        self.driver.error = None
+        self.clock.now += 61
+        self.assertEqual(('from-driver', []), self.list())
+
+    def test_a_client_error_is_novas_to_give_without_latching(self):
+        self.driver.error = nova_exception.MarkerNotFound(marker='m')
+        self.assertEqual(('from-nova', []), self.list())
+        self.driver.error = None
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(1, self.counts()['failed'])
+
+    def test_a_bug_in_the_driver_latches(self):
+        self.driver.error = KeyError('boom')
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, len(self.driver.calls))
+
+    def test_slow_answer_is_used_once_then_latched(self):
+        self.driver.duration = 6.0
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, self.counts()['slow'])
+
+    def test_counters_published_at_most_every_interval(self):
+        self.list()
+        self.list()
+        self.assertEqual(1, len(self.driver.reported))
+        self.clock.now += serving.REPORT_INTERVAL
+        self.list()
+        self.assertEqual(2, len(self.driver.reported))
+        self.assertEqual(3, self.driver.reported[-1]['served'])
+
+    def test_cells_driver_is_novas_path(self):
+        self.driver.name = 'cells'
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual([], self.driver.calls)
