@@ -59,6 +59,19 @@ has caught up.
 Seconds an index query may take before nova-api gives up on the index and
 answers from Nova's own path.
 """),
+    cfg.FloatOpt(
+        'cell_check_interval',
+        default=5.0,
+        min=0.0,
+        help="""
+Seconds between two checks, by each nova-api process, that every cell
+database answers.
+
+While a cell is down Nova lists differently (minimal records for its
+instances from microversion 2.69 on), so the index hands list requests to
+Nova until the cell answers again. The check is one trivial query per cell,
+in parallel; a cell that goes down is noticed within this interval.
+"""),
     cfg.IntOpt(
         'deleted_retention',
         default=0,

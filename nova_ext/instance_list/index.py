@@ -38,6 +38,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.index import cellhealth
 from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
@@ -164,6 +165,7 @@ class IndexDriver(base.InstanceListDriver):
 
     def __init__(self, conf=None):
         self.conf = conf or CONF
+        self.cells = cellhealth.CellHealth()
 
     def is_available(self):
         lag = pending.lag(db.get_engine(self.conf))
@@ -186,6 +188,10 @@ class IndexDriver(base.InstanceListDriver):
             raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
                                    % (lag, self.conf.nova_ext_index.max_lag))
         _check_tombstones(self.conf, filters)
+        down = self.cells.down_cells(ctx, self.conf)
+        if down:
+            raise base.Unservable('cells %s are down; Nova lists them its '
+                                  'own way' % ', '.join(down))
         attrs = list(expected_attrs or [])
         want_services = 'services' in attrs
         if want_services:

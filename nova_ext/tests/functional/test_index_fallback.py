@@ -19,6 +19,7 @@ checked by assertSameAnswer), the driver is switched off for
 
 import time
 
+from nova.tests import fixtures as nova_fixtures
 import sqlalchemy as sa
 
 from nova_ext.index import pending
@@ -85,3 +86,28 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
                 conn.execute(sa.text('ALTER TABLE instance_extra_away '
                                      'RENAME TO instance_extra'))
         self.assertFallsBackThenRecovers('instance_extra', heal)
+
+
+class TestIndexDownCell(test_index_parity.IndexTestCase):
+    """A cell that does not answer: Nova's own down-cell answers."""
+
+    def test_down_cell(self):
+        self.flags(cell_check_interval=0, group='nova_ext_index')
+        for host in ('compute1-1', 'compute2-1'):
+            self._create_server(host=host, networks='none')
+        self.sync_index()
+        self.assertSameAnswer(self.admin_api, 'servers/detail')
+        down = [self.cell_mappings['cell2']]
+        with nova_fixtures.DownCellFixture(down):
+            for version in ('2.68', '2.69', 'latest'):
+                self.admin_api.microversion = version
+                for uri in ('servers/detail', 'servers'):
+                    before = self.selector.stats.snapshot()['unservable']
+                    got = self.assertSameAnswer(self.admin_api, uri,
+                                                served=False)
+                    self.assertEqual(
+                        before + 1,
+                        self.selector.stats.snapshot()['unservable'])
+                    self.assertEqual(200, got.status_code)
+        self.admin_api.microversion = 'latest'
+        self.assertSameAnswer(self.admin_api, 'servers/detail')
