@@ -138,7 +138,7 @@ def _fill_services(ctx, instances, cell_of):
         rows = by_host.get((cell_of[inst.uuid], inst.host), []) \
             if inst.host and not inst.deleted else []
         inst.services = obj_base.obj_make_list(
-            ctx, objects.ServiceList(ctx), objects.Service, rows)
+            ctx, objects.ServiceList(ctx), rows)
         inst.obj_reset_changes(['services'])
 
 
