@@ -14,6 +14,7 @@
 Built through Nova's API and services, so every row is one Nova wrote.
 """
 
+from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client
 
 OTHER_PROJECT = '0ff1ce0ff1ce0ff1ce0ff1ce0ff1ce00'
@@ -33,8 +34,8 @@ def build(test):
 
     Labels and what they are:
 
-    - ``active1``: cell1, ACTIVE, tags t1 t2, metadata.
-    - ``locked2``: cell2, ACTIVE, locked.
+    - ``active1``: cell1, ACTIVE, tags t1 t2, metadata, a port.
+    - ``locked2``: cell2, ACTIVE, locked, a port.
     - ``stopped1``: cell1, SHUTOFF.
     - ``other2``: another project (members cannot pick a host), ACTIVE,
       tag t2.
@@ -50,19 +51,21 @@ def build(test):
     other = other_project_api(test)
     servers = {}
 
-    def create(label, host=None, api=None, **kw):
+    def create(label, host=None, api=None, networks='none', **kw):
         servers[label] = test._create_server(
-            name='srv-%s' % label, host=host, networks='none', api=api,
+            name='srv-%s' % label, host=host, networks=networks, api=api,
             **kw)
         return servers[label]
 
-    s = create('active1', 'compute1-1')
+    # Ports on Neutron's first network, for addresses and the ip filters.
+    net = [{'uuid': nova_fixtures.NeutronFixture.network_1['id']}]
+    s = create('active1', 'compute1-1', networks=net)
     for tag in ('t1', 't2'):
         test.api.api_put('/servers/%s/tags/%s' % (s['id'], tag), None,
                          check_response_status=[201])
     test.api.api_post('/servers/%s/metadata' % s['id'],
                       {'metadata': {'purpose': 'parity', 'tier': 'gold'}})
-    s = create('locked2', 'compute2-1')
+    s = create('locked2', 'compute2-1', networks=net)
     test.api.post_server_action(s['id'], {'lock': {'locked_reason': 'x'}})
     s = create('stopped1', 'compute1-1')
     test._stop_server(s)

@@ -19,6 +19,7 @@ the index (not handed back to Nova), or the comparison would prove nothing.
 
 import urllib.parse
 
+from nova.api.openstack import api_version_request
 from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import models as nova_models
@@ -208,7 +209,8 @@ class TestIndexParity(IndexTestCase):
             'changes-since=2000-01-01T00:00:00Z',
             'changes-before=2100-01-01T00:00:00Z',
             'all_tenants=1&changes-since=2000-01-01T00:00:00Z',
-            'ip=10.0.0', 'ip6=fe80', 'user_id=fake', 'key_name=x',
+            'ip=10.0.0', 'ip6=fe80', 'ip=192.168.1', 'ip=192.168.1.3',
+            'ip6=fd37', 'user_id=fake', 'key_name=x',
             'hostname=srv', 'reservation_id=r-x', 'launch_index=0',
             'soft_deleted=true', 'uuid=%s' % s['active1']['id'],
         ]
@@ -250,17 +252,21 @@ class TestIndexParity(IndexTestCase):
         self.walk(self.api, 'servers/detail?limit=2')
         self.walk(self.other, 'servers/detail?limit=1&sort_key=created_at')
 
-    def test_microversions(self):
-        versions = ['2.1', '2.3', '2.9', '2.16', '2.19', '2.26', '2.47',
-                    '2.63', '2.69', '2.73', '2.75', '2.90', '2.96', '2.98',
-                    '2.100', 'latest']
-        for version in versions:
-            for api in (self.admin_api, self.api):
-                api.microversion = version
-                for uri in ('servers/detail?all_tenants=1',
-                            'servers?all_tenants=1&limit=4',
-                            'servers/detail?deleted=true&all_tenants=1'):
-                    self.assertSameAnswer(api, uri)
+    def test_every_microversion(self):
+        top = api_version_request.max_api_version()
+        self.assertEqual(2, top.ver_major)
+        for minor in range(1, top.ver_minor + 1):
+            version = '2.%d' % minor
+            self.admin_api.microversion = version
+            self.api.microversion = version
+            self.assertSameAnswer(self.admin_api,
+                                  'servers/detail?all_tenants=1')
+            self.assertSameAnswer(self.api, 'servers/detail?limit=4')
+            self.assertSameAnswer(self.api, 'servers')
+        for version in ('2.1', '2.47', '2.69', 'latest'):
+            self.admin_api.microversion = version
+            self.assertSameAnswer(self.admin_api, 'servers/detail?'
+                                  'deleted=true&all_tenants=1')
 
     def test_markers_and_errors(self):
         s = self.servers
@@ -316,3 +322,33 @@ class TestIndexFollowsNotifications(IndexTestCase):
         self._create_server(flavor_id=huge, networks='none',
                             expected_state='ERROR')
         self.assertIndexTrue()
+
+
+class TestIndexWithBuildRequests(IndexTestCase):
+    """Servers not scheduled yet are listed by Nova, before the index's."""
+
+    def test_build_requests_and_markers(self):
+        for host in ('compute1-1', 'compute2-1'):
+            self._create_server(host=host, networks='none')
+        # The conductor never schedules these: they stay build requests.
+        self.stub_out('nova.conductor.api.ComputeTaskAPI.'
+                      'schedule_and_build_instances',
+                      lambda *args, **kwargs: None)
+        pending_ids = [self._create_server(
+            name='pending-%d' % n, networks='none',
+            expected_state='BUILD')['id'] for n in range(2)]
+        self.sync_index()
+        got = self.assertSameAnswer(self.admin_api, 'servers/detail').json()
+        # Nova lists build requests first, outside the sort order.
+        self.assertEqual(
+            (set(pending_ids), {'BUILD'}),
+            ({s['id'] for s in got['servers'][:2]},
+             {s['status'] for s in got['servers'][:2]}))
+        self.assertEqual(4, len(got['servers']))
+        for uri in ('servers?limit=1',
+                    'servers/detail?limit=3',
+                    'servers?sort_key=display_name&sort_dir=asc',
+                    'servers/detail?marker=%s' % pending_ids[0],
+                    'servers/detail?marker=%s&limit=1' % pending_ids[1]):
+            self.assertSameAnswer(self.admin_api, uri)
+        self.walk(self.admin_api, 'servers/detail?limit=1')
