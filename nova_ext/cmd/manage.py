@@ -33,6 +33,9 @@ import sys
 
 from oslo_log import log as logging
 
+# Registers nova_ext's option groups on Nova's configuration.
+from nova_ext import conf as ext_conf  # noqa: F401
+
 LOG = logging.getLogger(__name__)
 
 

@@ -17,13 +17,17 @@ so every change after a sync is drift that only verify can find and fix.
 
 import io
 import json
+import time
 
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
+from oslo_upgradecheck import upgradecheck
 
 from nova_ext.cmd import manage
 from nova_ext.cmd import manage_index
+from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
+from nova_ext.index import pending
 from nova_ext.index import sync
 from nova_ext.tests.functional import test_index_parity
 
@@ -118,3 +122,29 @@ class TestManageIndex(test_index_parity.IndexTestCase):
         self.assertEqual(1, totals['written'])
         code, out = self.manage('verify', '--cell', 'cell1')
         self.assertEqual(0, code, out)
+
+
+class TestStatusCheck(test_index_parity.IndexTestCase):
+
+    def check(self):
+        checks = status_cmd.Checks(ext_conf.CONF)
+        return checks._check_instance_index()
+
+    def test_check_follows_the_index(self):
+        code = upgradecheck.Code
+        self.flags(driver='cells', group='nova_ext_instance_list')
+        self.assertEqual(code.SUCCESS, self.check().code)
+        self.flags(driver='index', group='nova_ext_instance_list')
+        result = self.check()
+        self.assertEqual(code.WARNING, result.code)
+        self.assertIn('never synced', result.details)
+        self._create_server(host='compute1-1', networks='none')
+        self.sync_index()
+        result = self.check()
+        self.assertEqual(code.SUCCESS, result.code, result.details)
+        self.assertIn('1 instances in 3 cells', result.details)
+        pending.mark(self.index.engine, [('x', time.time() - 600)])
+        self.assertEqual(code.WARNING, self.check().code)
+        self.flags(connection='mysql+pymysql://u:p@127.0.0.1:9/x',
+                   group='nova_ext_index')
+        self.assertEqual(code.FAILURE, self.check().code)

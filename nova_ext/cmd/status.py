@@ -1,0 +1,96 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""nova-ext-status: is this cloud ready for, and healthy with, nova_ext?
+
+``nova-ext-status [--config-file nova.conf] upgrade check`` runs the checks
+below like ``nova-status upgrade check`` does (oslo.upgradecheck): exit 0
+when all pass, 1 on a warning, 2 on a failure, with a table of results.
+"""
+
+import sys
+
+from oslo_upgradecheck import upgradecheck
+
+# Registers nova_ext's option groups on Nova's configuration.
+from nova_ext import conf as ext_conf  # noqa: F401
+from nova_ext.index import status as index_status
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """The nova_ext checks; each capability adds its own."""
+
+    def __init__(self, conf=None, ctx=None):
+        super().__init__()
+        self.conf = conf
+        self.ctx = ctx
+
+    def _context(self):
+        from nova import context as nova_context
+
+        return self.ctx or nova_context.get_admin_context()
+
+    def _check_instance_index(self):
+        conf = self.conf
+        code = upgradecheck.Code
+        if conf.nova_ext_instance_list.driver != 'index':
+            return upgradecheck.Result(
+                code.SUCCESS, 'The index driver is not enabled.')
+        try:
+            report = index_status.collect(self._context(), conf)
+        except Exception as e:
+            return upgradecheck.Result(
+                code.FAILURE, 'The index database cannot be read (%s: %s); '
+                'nova-api lists from every cell instead.'
+                % (type(e).__name__, e))
+        if report['revision'] != report['head']:
+            return upgradecheck.Result(
+                code.FAILURE, 'The index schema is at %s, not %s: run '
+                '"nova-ext-manage index db_sync".'
+                % (report['revision'], report['head']))
+        unsynced = [c['name'] or c['cell_uuid'] for c in report['cells']
+                    if not c['synced_at']]
+        if unsynced:
+            return upgradecheck.Result(
+                code.WARNING, 'Cells never synced into the index: %s. Run '
+                '"nova-ext-manage index sync".' % ', '.join(unsynced))
+        if report['lag'] > report['max_lag']:
+            return upgradecheck.Result(
+                code.WARNING, 'The index is %.1f s behind (max_lag %.1f s); '
+                'nova-api lists from every cell until it catches up. Is '
+                'the indexer running?' % (report['lag'], report['max_lag']))
+        served = sum(r['counts'].get('served', 0) for r in report['api'])
+        handed = sum(r['counts'].get(k, 0) for r in report['api']
+                     for k in ('unservable', 'unavailable', 'failed',
+                               'latched'))
+        return upgradecheck.Result(
+            code.SUCCESS, 'lag %.1f s; %d instances in %d cells; nova-api '
+            'served %d lists from the index, handed %d to Nova.' % (
+                report['lag'], sum(c['instances'] for c in report['cells']),
+                len(report['cells']), served, handed))
+
+    _upgrade_checks = (
+        ('Instance index', _check_instance_index),
+    )
+
+
+def main(argv=None):
+    from nova import config
+    from nova import objects
+
+    argv = sys.argv if argv is None else argv
+    checks = Checks(config.CONF)
+    upgradecheck.register_cli_options(config.CONF, checks)
+    # Nova's configuration path, as nova-status: the API database and cell
+    # mappings are read, nothing is sent on the message bus.
+    config.parse_args(argv, init_rpc=False)
+    objects.register_all()
+    return upgradecheck.run(config.CONF)
