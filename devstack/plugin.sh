@@ -30,6 +30,7 @@ if is_service_enabled nova-ext; then
     elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
         # Nova is running.
         reconcile_nova_ext
+        init_nova_ext_index
         if [[ "$NOVA_EXT_VERIFY" == "True" ]]; then
             echo_summary "Verifying that nova_ext is attached to Nova"
             verify_nova_ext
