@@ -73,3 +73,8 @@ class EntryPointsFixture(fixtures.Fixture):
                 f.write('\n')
         self.useFixture(fixtures.MonkeyPatch('sys.path', [root] + sys.path))
         importlib.invalidate_caches()
+        # stevedore keeps, per process, the entry points of each namespace
+        # it has listed once; the test's plugins must not be hidden by a
+        # listing made before, nor stay visible after.
+        self.useFixture(fixtures.MonkeyPatch(
+            'stevedore.extension.ExtensionManager.ENTRY_POINT_CACHE', {}))
