@@ -37,6 +37,12 @@ SG_ASSOCIATIONS = models.SecurityGroupInstanceAssociation.__table__
 SECURITY_GROUPS = models.SecurityGroup.__table__
 
 
+def tables():
+    """Every table of Nova's that the index mirrors."""
+    return [INSTANCES, SG_ASSOCIATIONS, SECURITY_GROUPS] + [
+        table for table, _key in CHILDREN]
+
+
 class CellRead(object):
     """What one read of a cell returned for a set of instance uuids.
 

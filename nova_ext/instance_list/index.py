@@ -29,6 +29,7 @@ from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models
+from nova.db import utils as db_utils
 from nova import exception as nova_exception
 from nova import objects
 from nova.objects import base as obj_base
@@ -158,6 +159,36 @@ def _check_tombstones(conf, filters):
                                   'index keeps deleted instances')
 
 
+#: Filters Nova's query handles other than by a regular expression (see
+#: instance_get_all_by_filters_sort): exact matches and special keys.
+_NOT_REGEX = frozenset([
+    'project_id', 'user_id', 'image_ref', 'vm_state', 'instance_type_id',
+    'uuid', 'metadata', 'host', 'task_state', 'system_metadata', 'locked',
+    'hidden', 'deleted', 'cleaned', 'changes-since', 'changes-before',
+    'tags', 'tags-any', 'not-tags', 'not-tags-any'])
+
+
+def _check_regex_dialect(conf, filters):
+    """Hand to Nova the regex filters the index cannot run as Nova would.
+
+    Nova picks its regular expression operator from ``[database]
+    connection`` (``REGEXP`` for MySQL and SQLite, ``~`` for PostgreSQL),
+    not from the database it queries; an index on another kind of database
+    than that would get the wrong operator.
+    """
+    regex = [key for key in filters if key not in _NOT_REGEX and
+             isinstance(getattr(models.Instance, key, None),
+                        sa.orm.attributes.InstrumentedAttribute)]
+    if not regex:
+        return
+    nova_op = db_utils.get_regexp_ops(CONF.database.connection or '')[1]
+    index_op = db_utils.get_regexp_ops(db.connection_url(conf))[1]
+    if nova_op != index_op:
+        raise base.Unservable(
+            'regular expression filters %s: Nova would use %s, the index '
+            'database needs %s' % (sorted(regex), nova_op, index_op))
+
+
 class IndexDriver(base.InstanceListDriver):
     """Lists instances from nova_ext's global instance index."""
 
@@ -188,6 +219,7 @@ class IndexDriver(base.InstanceListDriver):
             raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
                                    % (lag, self.conf.nova_ext_index.max_lag))
         _check_tombstones(self.conf, filters)
+        _check_regex_dialect(self.conf, filters)
         down = self.cells.down_cells(ctx, self.conf)
         if down:
             raise base.Unservable('cells %s are down; Nova lists them its '

@@ -109,12 +109,15 @@ class IndexTestCase(base.NovaExtTestCase):
             self.fail('index and Nova differ on %s: status %s vs %s; %s'
                       % (context, got.status_code, want.status_code,
                          _difference(_json(want), _json(got))))
+        self.assertServed(served, before, after, got, context)
+        return got
+
+    def assertServed(self, served, before, after, got, context):
         if served is None:
             served = got.status_code == 200
         self.assertEqual(before['served'] + int(served), after['served'],
                          'served by the index: %s expected %s; %s'
                          % (context, served, after))
-        return got
 
     def walk(self, api, uri, nova_500=False, null_sort=False):
         """Compare every page of a paged listing; returns the servers."""
