@@ -1,0 +1,75 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""nova-ext-indexer: keep the instance index true from the message bus.
+
+``nova-ext-indexer --config-file /etc/nova/nova.conf`` listens to Nova's
+versioned notifications (``[notifications]versioned_notifications_topics``
+on the notification transport), records each instance change in the index
+and applies it from the cells. Run one or more per cloud; they share one
+queue. ``--no-worker`` only records changes, for a deployment that applies
+them elsewhere.
+"""
+
+import argparse
+import signal
+import sys
+import threading
+
+from oslo_log import log as logging
+
+# Registers nova_ext's option groups on Nova's configuration.
+from nova_ext import conf as ext_conf  # noqa: F401
+
+LOG = logging.getLogger(__name__)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog='nova-ext-indexer',
+                                     description=__doc__.split('\n')[0])
+    parser.add_argument('--config-file', action='append', default=[])
+    parser.add_argument('--config-dir', action='append', default=[])
+    parser.add_argument('--no-worker', action='store_true',
+                        help='record changes, do not apply them')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from nova import config
+    from nova import objects
+
+    from nova_ext.index import listener
+
+    nova_argv = ['nova-ext-indexer']
+    for path in args.config_file:
+        nova_argv += ['--config-file', path]
+    for path in args.config_dir:
+        nova_argv += ['--config-dir', path]
+    # Nova's configuration path (control exchange "nova", the databases);
+    # the listener builds its own transport.
+    config.parse_args(nova_argv, init_rpc=False)
+    logging.setup(config.CONF, 'nova-ext-indexer')
+    objects.register_all()
+
+    indexer = listener.Indexer(config.CONF, run_worker=not args.no_worker)
+    stopping = threading.Event()
+
+    def _stop(signum, frame):
+        stopping.set()
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    indexer.start()
+    while not stopping.wait(1):
+        pass
+    LOG.info('nova-ext-indexer stopping')
+    indexer.stop()
+    return 0
