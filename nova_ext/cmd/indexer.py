@@ -16,7 +16,10 @@ versioned notifications (``[notifications]versioned_notifications_topics``
 on the notification transport), records each instance change in the index
 and applies it from the cells. Run one or more per cloud; they share one
 queue. ``--no-worker`` only records changes, for a deployment that applies
-them elsewhere.
+them elsewhere. With the worker it also reconciles the index with the cells
+every ``[nova_ext_index]reconcile_interval`` seconds, one indexer of the
+cloud at a time; ``--no-reconcile`` leaves that to the others (or to
+``nova-ext-manage index verify --fix``).
 """
 
 import argparse
@@ -39,6 +42,8 @@ def parse_args(argv):
     parser.add_argument('--config-dir', action='append', default=[])
     parser.add_argument('--no-worker', action='store_true',
                         help='record changes, do not apply them')
+    parser.add_argument('--no-reconcile', action='store_true',
+                        help='never run the periodic reconcile pass')
     return parser.parse_args(argv)
 
 
@@ -60,7 +65,8 @@ def main(argv=None):
     logging.setup(config.CONF, 'nova-ext-indexer')
     objects.register_all()
 
-    indexer = listener.Indexer(config.CONF, run_worker=not args.no_worker)
+    indexer = listener.Indexer(config.CONF, run_worker=not args.no_worker,
+                               run_reconcile=not args.no_reconcile)
     stopping = threading.Event()
 
     def _stop(signum, frame):

@@ -97,6 +97,24 @@ How many instances the indexer reads from a cell database and writes to the
 index in one transaction, for ``nova-ext-manage index sync``, reconciliation
 and notification batches.
 """),
+    cfg.IntOpt(
+        'reconcile_interval',
+        default=600,
+        min=0,
+        help="""
+Seconds between two reconcile passes of ``nova-ext-indexer``; 0 turns them
+off.
+
+A pass is ``nova-ext-manage index verify --fix`` followed by ``index
+purge``: it heals what notifications missed (notifications dropped before
+they reached the bus, changes Nova makes without one) and removes instances
+Nova has archived (``nova-manage db archive_deleted_rows``) and tombstones
+older than ``deleted_retention``. Its cost is one streamed pass over every
+instance row of every cell database, in batches of ``batch_size``, plus a
+re-read of each instance that differs. When several indexers run, a lease
+in the index database lets only one of them run each pass. Only indexers
+that apply changes (not ``--no-worker``, nor ``--no-reconcile``) take part.
+"""),
 ]
 
 

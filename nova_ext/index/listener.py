@@ -16,7 +16,8 @@ gets its own queue on each topic and takes nothing from other consumers,
 and several indexers (for availability) share that queue. A notification
 is acknowledged only after the change it reports is committed to the
 index's pending table; if that fails, the message is requeued and comes
-back. The worker then applies pending changes from the cells.
+back. The worker then applies pending changes from the cells, and the
+reconciler periodically heals what no notification reported.
 """
 
 from oslo_log import log as logging
@@ -25,6 +26,7 @@ import oslo_messaging
 from nova_ext.index import db
 from nova_ext.index import events
 from nova_ext.index import pending
+from nova_ext.index import reconcile
 from nova_ext.index import worker as worker_mod
 
 LOG = logging.getLogger(__name__)
@@ -77,11 +79,22 @@ class Endpoint(object):
 
 
 class Indexer(object):
-    """The listener, and optionally the worker that applies the changes."""
+    """The listener, and optionally the worker that applies the changes.
 
-    def __init__(self, conf, transport=None, run_worker=True, pool=POOL):
+    :param run_reconcile: with the worker, also reconcile every
+        ``[nova_ext_index]reconcile_interval`` seconds (0: never).
+    """
+
+    def __init__(self, conf, transport=None, run_worker=True, pool=POOL,
+                 run_reconcile=True):
         self.conf = conf
         self.worker = worker_mod.Worker(conf) if run_worker else None
+        # An indexer that only records changes leaves healing to the ones
+        # that apply them.
+        self.reconciler = None
+        if (run_worker and run_reconcile and
+                conf.nova_ext_index.reconcile_interval):
+            self.reconciler = reconcile.Reconciler(conf)
         self.endpoint = Endpoint(
             conf, wake=self.worker.wake if self.worker else None)
         self.transport = (transport or
@@ -97,8 +110,14 @@ class Indexer(object):
         LOG.info('nova-ext-indexer listening on %s (pool %s)',
                  ', '.join(self.conf.notifications.
                            versioned_notifications_topics), POOL)
+        if self.reconciler is not None:
+            self.reconciler.start()
 
     def stop(self):
+        if self.reconciler is not None:
+            # First, so that a pass under way stops at its next cell and
+            # hands the lease over rather than leaving it to expire.
+            self.reconciler.stop()
         self.listener.stop()
         self.listener.wait()
         if self.worker is not None:

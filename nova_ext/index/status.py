@@ -20,6 +20,7 @@ from nova_ext.index import db
 from nova_ext.index import metrics
 from nova_ext.index import migration
 from nova_ext.index import pending
+from nova_ext.index import reconcile
 from nova_ext.index import sync
 from nova_ext.index import writer
 
@@ -46,9 +47,18 @@ def collect(ctx, conf):
          'synced_at': getattr(cursors.get(uuid), 'finished_at', None)}
         for uuid in sorted(set(names) | set(counts))]
     report['api'] = metrics.collect(engine)
+    report['reconcile'] = _reconcile(engine)
     report['healthy'] = (report['revision'] == report['head'] and
                          report['lag'] <= report['max_lag'])
     return report
+
+
+def _reconcile(engine):
+    # An index not yet upgraded has no lease table; the revision line
+    # already says so.
+    if not sa.inspect(engine).has_table(reconcile.LEASES.name):
+        return None
+    return reconcile.read(engine)
 
 
 def _masked(url):
@@ -77,9 +87,28 @@ def lines(report):
         yield 'cell %-16s %8d instances, synced %s' % (
             cell['name'] or cell['cell_uuid'], cell['instances'],
             _age(cell['synced_at']))
+    yield 'reconcile:       %s' % _reconcile_line(report.get('reconcile'))
     for row in report['api']:
         counts = row['counts']
         yield 'nova-api %s/%d (%s, %s): %s' % (
             row['host'], row['pid'], row['driver'], _age(row['updated_at']),
             ', '.join('%s %s' % (k, counts[k]) for k in sorted(counts)
                       if k != 'last_reason'))
+
+
+def _reconcile_line(lease, now=None):
+    now = time.time() if now is None else now
+    last = (lease or {}).get('last_result')
+    if not last:
+        parts = ['no pass finished yet']
+    else:
+        parts = ['last pass %s by %s: drift %d, fixed %d%s' % (
+            _age(lease['last_finished_at']), lease['last_holder'],
+            last['drift'], last['fixed'],
+            ', cells failed: %s' % ' '.join(last['failed'])
+            if last['failed'] else '')]
+    if lease and lease['holder'] and lease['expires_at'] > now:
+        parts.append('running on %s' % lease['holder'])
+    elif lease:
+        parts.append('next due in %.0f s' % max(0, lease['due_at'] - now))
+    return '; '.join(parts)
