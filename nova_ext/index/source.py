@@ -120,22 +120,30 @@ def _since(query, since):
 
 
 def uuids_after(cctxt, after_id, limit, since=None):
-    """Up to ``limit`` ``(id, uuid)`` of instances with ids past ``after_id``.
+    """Up to ``limit`` instances with ids past ``after_id``.
 
     In id order, deleted rows included, for resumable full syncs.
+
+    :returns: ``(id, uuid, deleted, deleted_at)`` tuples.
     """
     with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
-        query = sa.select(INSTANCES.c.id, INSTANCES.c.uuid).where(
+        query = sa.select(INSTANCES.c.id, INSTANCES.c.uuid,
+                          INSTANCES.c.deleted, INSTANCES.c.deleted_at).where(
             INSTANCES.c.id > after_id)
         query = _since(query, since).order_by(INSTANCES.c.id).limit(limit)
-        return [(row.id, row.uuid) for row in s.execute(query)]
+        return [(row.id, row.uuid, row.deleted, row.deleted_at)
+                for row in s.execute(query)]
 
 
 def versions_after(cctxt, after_id, limit):
-    """Up to ``limit`` ``{id, uuid, updated_at}`` past ``after_id``."""
+    """Up to ``limit`` ``{id, uuid, updated_at, deleted, deleted_at}``.
+
+    In id order, past ``after_id``, deleted rows included.
+    """
     with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
         query = sa.select(INSTANCES.c.id, INSTANCES.c.uuid,
-                          INSTANCES.c.updated_at).where(
+                          INSTANCES.c.updated_at, INSTANCES.c.deleted,
+                          INSTANCES.c.deleted_at).where(
             INSTANCES.c.id > after_id).order_by(INSTANCES.c.id).limit(limit)
         return [dict(row._mapping) for row in s.execute(query)]
 

@@ -15,6 +15,10 @@ Both stream each cell in id order, one batch at a time, straight from the
 cell database (never through the Nova API, which would cost a Nova list per
 batch and could not see what the API hides). A sync keeps a cursor per cell
 in the index, so an interrupted sync resumes where it stopped.
+
+Deleted instances past ``[nova_ext_index]deleted_retention`` are not copied
+(purge would only drop them again), unless the index holds them other than
+as such a tombstone (see :func:`verify.past_retention`).
 """
 
 import collections
@@ -26,6 +30,7 @@ import sqlalchemy as sa
 
 from nova_ext.index import db
 from nova_ext.index import source
+from nova_ext.index import verify
 from nova_ext.index import writer
 
 CURSORS = sa.table(
@@ -66,16 +71,30 @@ def _advance(engine, cell_uuid, last_id, finished=False):
             CURSORS.c.cell_uuid == cell_uuid).values(**values))
 
 
+def _held(engine, cell_uuid, uuids):
+    """``{uuid: deleted_at}`` of ``uuids`` the index holds from a cell."""
+    if not uuids:
+        return {}
+    book = writer.BOOK
+    with engine.connect() as conn:
+        return {row.uuid: row.deleted_at for row in conn.execute(
+            sa.select(book.c.uuid, book.c.deleted_at).where(
+                book.c.cell_uuid == cell_uuid,
+                book.c.uuid.in_(sorted(uuids))))}
+
+
 def sync_cell(ctx, conf, cell, restart=False, since=None, progress=None):
     """Copy one cell's instances into the index.
 
     :param since: only instances changed (created, updated or deleted) at
         or after this datetime.
     :param progress: called with the number of instances of each batch.
-    :returns: a Counter of outcomes (written, stale, hidden, ...).
+    :returns: a Counter of outcomes (written, stale, hidden, ...;
+        ``expired``: tombstones past retention left out).
     """
     engine = db.get_engine(conf)
     batch = conf.nova_ext_index.batch_size
+    cutoff = verify.tombstone_cutoff(conf)
     totals = collections.Counter()
     after = _cursor(engine, cell.uuid, restart or since is not None)
     with nova_context.target_cell(ctx.elevated(read_deleted='yes'),
@@ -84,7 +103,13 @@ def sync_cell(ctx, conf, cell, restart=False, since=None, progress=None):
             rows = source.uuids_after(cctxt, after, batch, since=since)
             if not rows:
                 break
-            uuids = [u for _id, u in rows]
+            found = [row[1:] for row in rows]
+            old = {u for u, deleted, deleted_at in found
+                   if verify.expired(deleted, deleted_at, cutoff)}
+            skipped = verify.past_retention(
+                found, _held(engine, cell.uuid, old), cutoff)
+            totals['expired'] += len(skipped)
+            uuids = [u for u, _deleted, _at in found if u not in skipped]
             outcome = writer.apply(engine, source.read(cctxt, cell, uuids),
                                    uuids)
             for field in outcome._fields:

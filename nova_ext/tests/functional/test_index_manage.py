@@ -15,6 +15,7 @@ No notification reaches the index in these tests (no consumer is enabled),
 so every change after a sync is drift that only verify can find and fix.
 """
 
+import datetime
 import io
 import json
 import time
@@ -22,17 +23,21 @@ import time
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from oslo_upgradecheck import upgradecheck
+import sqlalchemy as sa
 
 from nova_ext.cmd import manage
 from nova_ext.cmd import manage_index
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
 from nova_ext.index import pending
+from nova_ext.index import refresh
+from nova_ext.index import source
 from nova_ext.index import sync
+from nova_ext.index import writer
 from nova_ext.tests.functional import test_index_parity
 
 
-class TestManageIndex(test_index_parity.IndexTestCase):
+class ManageTestCase(test_index_parity.IndexTestCase):
 
     def manage(self, *argv):
         args = manage.build_parser().parse_args(['index'] + list(argv))
@@ -49,6 +54,9 @@ class TestManageIndex(test_index_parity.IndexTestCase):
             for key, value in report['counts'].items():
                 totals[key] = totals.get(key, 0) + value
         return code, totals
+
+
+class TestManageIndex(ManageTestCase):
 
     def test_sync_verify_fix_status(self):
         keep = self._create_server(host='compute1-1', networks='none')
@@ -122,6 +130,142 @@ class TestManageIndex(test_index_parity.IndexTestCase):
         self.assertEqual(1, totals['written'])
         code, out = self.manage('verify', '--cell', 'cell1')
         self.assertEqual(0, code, out)
+
+
+class TestRetention(ManageTestCase):
+    """Tombstones past deleted_retention that Nova has not archived yet."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(deleted_retention=1, group='nova_ext_index')
+        self.assertEqual(0, self.manage('db_sync')[0])
+
+    def backdate(self, uuid, days=2, index=True):
+        """Move a deleted instance's deleted_at ``days`` into the past."""
+        when = datetime.datetime.utcnow() - datetime.timedelta(days=days)
+        instances = source.INSTANCES
+        ctx = nova_context.get_admin_context()
+        changed = 0
+        for cell in sync.cells(ctx):
+            with nova_context.target_cell(ctx, cell) as cctxt:
+                manager = main_db_api.get_context_manager(cctxt)
+                with manager.writer.using(cctxt) as session:
+                    changed += session.execute(sa.update(instances).where(
+                        instances.c.uuid == uuid,
+                        instances.c.deleted != 0).values(
+                        deleted_at=when)).rowcount
+        self.assertEqual(1, changed)
+        if index:
+            with self.index.engine.begin() as conn:
+                conn.execute(sa.update(instances).where(
+                    instances.c.uuid == uuid).values(deleted_at=when))
+                conn.execute(sa.update(writer.BOOK).where(
+                    writer.BOOK.c.uuid == uuid).values(deleted_at=when))
+
+    def held(self, uuid):
+        with self.index.engine.connect() as conn:
+            return conn.execute(sa.select(writer.BOOK.c.deleted_at).where(
+                writer.BOOK.c.uuid == uuid)).first()
+
+    def purge(self):
+        code, out = self.manage('purge')
+        self.assertEqual(0, code, out)
+        return int(out.split()[1])
+
+    def assertNoDrift(self, expired=None):
+        code, totals = self.verify()
+        self.assertEqual((0, 0, 0, 0), (code, totals['missing'],
+                                        totals['stale'], totals['extra']))
+        if expired is not None:
+            self.assertEqual(expired, totals['expired'])
+        return totals
+
+    def test_purged_tombstone_is_not_missing(self):
+        self._create_server(host='compute1-1', networks='none')
+        gone = self._create_server(host='compute1-1', networks='none')
+        self._delete_server(gone)
+        self.sync_index()
+        self.assertIsNotNone(self.held(gone['id']).deleted_at)
+        self.assertEqual(0, self.purge())
+        self.assertNoDrift(expired=0)
+
+        # Past the retention, and not archived by Nova: purge drops it, and
+        # verify no longer wants it back.
+        self.backdate(gone['id'])
+        self.assertEqual(1, self.purge())
+        self.assertIsNone(self.held(gone['id']))
+        totals = self.assertNoDrift(expired=1)
+        self.assertEqual(1, totals['checked'])
+
+        # A reconcile pass (verify --fix, then purge) finds nothing to do,
+        # pass after pass.
+        for _ in range(2):
+            code, totals = self.verify('--fix')
+            self.assertEqual((0, 0), (code, totals['fixed']))
+            self.assertEqual(0, self.purge())
+            self.assertNoDrift(expired=1)
+        self.assertIsNone(self.held(gone['id']))
+
+        # Nor does a full sync copy it again.
+        code, out = self.manage('sync', '--restart')
+        self.assertEqual(0, code, out)
+        self.assertIn('expired 1', out)
+        self.assertIsNone(self.held(gone['id']))
+        self.assertEqual(0, self.purge())
+        self.assertNoDrift(expired=1)
+        for uri in ('servers/detail', 'servers?all_tenants=1'):
+            self.assertSameAnswer(self.admin_api, uri)
+
+    def test_unpurged_tombstone_is_left_to_purge(self):
+        # The index holds the expired tombstone (no purge ran yet): it is
+        # neither missing nor extra, purge drops it.
+        gone = self._create_server(host='compute2-1', networks='none')
+        self._delete_server(gone)
+        self.sync_index()
+        self.backdate(gone['id'])
+        self.assertNoDrift(expired=1)
+        self.assertEqual(1, self.purge())
+        self.assertNoDrift(expired=1)
+
+    def test_deletion_never_seen_past_retention(self):
+        # The index still holds the instance alive: that is drift, healed
+        # by writing its tombstone, which purge then drops.
+        gone = self._create_server(host='compute1-1', networks='none')
+        self.sync_index()
+        self._delete_server(gone)
+        self.backdate(gone['id'], index=False)
+        code, totals = self.verify()
+        self.assertEqual((1, 1, 0), (code, totals['stale'],
+                                     totals['expired']))
+        code, totals = self.verify('--fix')
+        self.assertEqual((0, 1), (code, totals['fixed']))
+        self.assertEqual(1, self.purge())
+        self.assertIsNone(self.held(gone['id']))
+        self.assertNoDrift(expired=1)
+
+    def test_tombstone_within_retention(self):
+        # Deleted a day ago at most: still the index's to keep, and drift
+        # is reported and fixed as ever.
+        gone = self._create_server(host='compute1-1', networks='none')
+        self.sync_index()
+        self._delete_server(gone)
+        code, totals = self.verify()
+        self.assertEqual((1, 1, 0), (code, totals['stale'],
+                                     totals['expired']))
+        code, totals = self.verify('--fix')
+        self.assertEqual((0, 1), (code, totals['fixed']))
+        self.assertEqual(0, self.purge())
+        self.assertIsNotNone(self.held(gone['id']).deleted_at)
+        self.assertNoDrift(expired=0)
+
+        refresh.remove(self.index.engine, [gone['id']])
+        code, totals = self.verify()
+        self.assertEqual((1, 1), (code, totals['missing']))
+        code, totals = self.verify('--fix')
+        self.assertEqual((0, 1), (code, totals['fixed']))
+        self.assertEqual(0, self.purge())
+        self.assertIsNotNone(self.held(gone['id']))
+        self.assertNoDrift(expired=0)
 
 
 class TestStatusCheck(test_index_parity.IndexTestCase):
