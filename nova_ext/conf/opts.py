@@ -23,6 +23,7 @@ from nova_ext.conf import instance_list
 from nova_ext.conf import notifications
 from nova_ext.conf import object_migrations
 from nova_ext.conf import scheduler
+from nova_ext.conf import searchlight
 
 # One module per option group; a new group is a new module added here.
 MODULES = (
@@ -33,6 +34,7 @@ MODULES = (
     notifications,
     object_migrations,
     scheduler,
+    searchlight,
 )
 
 
