@@ -21,13 +21,45 @@ of the oldest mark is the index's lag.
 
 import time
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
+
+#: SQLite's extended result code for a write refused because the
+#: transaction's snapshot is stale.
+SQLITE_BUSY_SNAPSHOT = 517
 
 PENDING = sa.table(
     'nova_ext_index_pending',
     sa.column('uuid', sa.String), sa.column('first_event_at', sa.Float),
     sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer))
+
+
+def stale_snapshot(error):
+    """Whether SQLite refused a write for another connection's commit.
+
+    oslo.db begins SQLite transactions itself, so a transaction's first
+    read takes a snapshot. Once another connection has committed (any
+    write, to any table), a write of the transaction fails at once, in WAL
+    mode, with SQLITE_BUSY_SNAPSHOT ("database is locked"), which oslo.db
+    raises as it is. Run again, the transaction sees that commit.
+    """
+    return (isinstance(error, sa_exc.OperationalError) and
+            getattr(error.orig, 'sqlite_errorcode', None) ==
+            SQLITE_BUSY_SNAPSHOT)
+
+
+def lost_race(error):
+    """Whether another writer got in first: run the transaction again.
+
+    The index's engines are oslo.db's, whose filters raise a duplicate key
+    as DBDuplicateEntry and a deadlock (MySQL, PostgreSQL) as DBDeadlock; a
+    plain SQLAlchemy engine raises IntegrityError; SQLite refuses a write
+    after another commit (:func:`stale_snapshot`).
+    """
+    return (isinstance(error, (db_exc.DBDuplicateEntry, db_exc.DBDeadlock,
+                               sa_exc.IntegrityError)) or
+            stale_snapshot(error))
 
 
 def mark(engine, events):
@@ -47,10 +79,11 @@ def mark(engine, events):
             with engine.begin() as conn:
                 _mark(conn, latest)
             return
-        except sa_exc.IntegrityError:
+        except (db_exc.DBError, sa_exc.DBAPIError) as e:
             # Another writer inserted one of these uuids between our read
-            # and our insert; the second pass updates it instead.
-            if attempt == 2:
+            # and our insert (or, on SQLite, wrote anything): the next pass
+            # reads again, and updates the row instead.
+            if attempt == 2 or not lost_race(e):
                 raise
 
 
@@ -58,7 +91,9 @@ def _mark(conn, latest):
     held = {row.uuid: row for row in conn.execute(
         sa.select(PENDING).where(PENDING.c.uuid.in_(list(latest))))}
     new = []
-    for uuid, (first, last) in latest.items():
+    # In uuid order: concurrent marks lock rows in the same order, so that
+    # they wait for each other rather than deadlock.
+    for uuid, (first, last) in sorted(latest.items()):
         row = held.get(uuid)
         if row is None:
             new.append({'uuid': uuid, 'first_event_at': first,
@@ -72,13 +107,27 @@ def _mark(conn, latest):
         conn.execute(sa.insert(PENDING), new)
 
 
-def take(engine, limit):
-    """The ``limit`` oldest marks, as ``{uuid: last_event_at}``."""
+def take(engine, limit, skip=()):
+    """The ``limit`` oldest marks, as ``{uuid: last_event_at}``.
+
+    :param skip: uuids not to take: marks that failed a moment ago, which
+        must not hold back the newer ones behind them.
+    """
+    skip = frozenset(skip)
+    taken = {}
     with engine.connect() as conn:
+        # Skipped here rather than with NOT IN: a cell down for long can
+        # fail more marks than a statement takes parameters. At most
+        # len(skip) rows more than taken are read.
         rows = conn.execute(sa.select(PENDING.c.uuid, PENDING.c.last_event_at)
                             .order_by(PENDING.c.first_event_at)
-                            .limit(limit))
-        return {row.uuid: row.last_event_at for row in rows}
+                            .limit(limit + len(skip)))
+        for row in rows:
+            if row.uuid not in skip:
+                taken[row.uuid] = row.last_event_at
+                if len(taken) == limit:
+                    break
+    return taken
 
 
 def unmark(engine, taken):

@@ -32,11 +32,13 @@ import threading
 import time
 
 from nova import context as nova_context
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
+from nova_ext.index import pending
 from nova_ext.index import sync
 from nova_ext.index import verify
 
@@ -72,17 +74,26 @@ def acquire(engine, holder, now=None, ttl=LEASE_TTL):
             holder=holder, expires_at=now + ttl)).rowcount
     if taken:
         return True
-    try:
-        with engine.begin() as conn:
-            if conn.execute(sa.select(LEASES.c.name).where(
-                    LEASES.c.name == NAME)).first() is not None:
-                return False
-            conn.execute(sa.insert(LEASES).values(
-                name=NAME, holder=holder, expires_at=now + ttl, due_at=now))
-        return True
-    except sa_exc.IntegrityError:
-        # Another indexer created the row first, and holds it.
-        return False
+    for attempt in range(3):
+        try:
+            with engine.begin() as conn:
+                if conn.execute(sa.select(LEASES.c.name).where(
+                        LEASES.c.name == NAME)).first() is not None:
+                    return False
+                conn.execute(sa.insert(LEASES).values(
+                    name=NAME, holder=holder, expires_at=now + ttl,
+                    due_at=now))
+            return True
+        except (db_exc.DBDuplicateEntry, sa_exc.IntegrityError):
+            # Another indexer created the row first, and holds it. (The
+            # index's engines are oslo.db's, which raise DBDuplicateEntry;
+            # a plain SQLAlchemy engine raises IntegrityError.)
+            return False
+        except sa_exc.OperationalError as e:
+            # SQLite: another connection wrote since the read, perhaps
+            # this row; read again.
+            if attempt == 2 or not pending.stale_snapshot(e):
+                raise
 
 
 def renew(engine, holder, now=None, ttl=LEASE_TTL):

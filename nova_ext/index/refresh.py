@@ -70,18 +70,34 @@ def refresh(ctx, conf, uuids):
             by_cell[im.cell_mapping.uuid].append(im.instance_uuid)
     unmapped = [u for u in uuids if u not in mapped]
     if unmapped:
-        totals = totals._replace(removed=remove(engine, unmapped))
+        totals = totals._replace(removed=_again_if_raced(
+            remove, engine, unmapped))
     for cell_uuid, cell_uuids in sorted(by_cell.items()):
         try:
             with nova_context.target_cell(ctx, cells[cell_uuid]) as cctxt:
                 read = source.read(cctxt, cells[cell_uuid], cell_uuids)
-            totals = _add(totals, writer.apply(engine, read, cell_uuids))
+            totals = _add(totals, _again_if_raced(
+                writer.apply, engine, read, cell_uuids))
         except (sa.exc.SQLAlchemyError, db_exc.DBError,
                 nova_exception.NovaException) as e:
             LOG.warning('nova_ext index: could not refresh %d instances of '
                         'cell %s: %s', len(cell_uuids), cell_uuid, e)
             failed.extend(cell_uuids)
     return totals._replace(failed=len(failed)), failed
+
+
+def _again_if_raced(write, engine, *args):
+    """``write(engine, *args)``, run again if another writer got in first.
+
+    Such a failure is no cell's: counted as failed, the marks would wait
+    for the worker's retry.
+    """
+    for attempt in range(3):
+        try:
+            return write(engine, *args)
+        except (db_exc.DBError, sa.exc.DBAPIError) as e:
+            if attempt == 2 or not pending.lost_race(e):
+                raise
 
 
 def remove(engine, uuids):
@@ -94,17 +110,29 @@ def remove(engine, uuids):
     return len(held)
 
 
-def process_pending(ctx, conf, limit=None):
+def process_pending(ctx, conf, limit=None, skip=None):
     """Apply up to ``limit`` pending marks (default: one batch).
 
-    :returns: the number of marks taken.
+    Marks that fail (their cell cannot be read) stay pending, their
+    attempts counted.
+
+    :param skip: a set of uuids not to take, or None; the uuids whose marks
+        fail in this pass are added to it. A caller that passes the same
+        set pass after pass takes every mark once, and then no more.
+    :returns: the number of marks applied: 0 when there were none to take,
+        and when every mark taken failed (a cell is down), so that
+        ``while process_pending(...)`` does not spin on failing marks.
     """
     engine = db.get_engine(conf)
-    taken = pending.take(engine, limit or conf.nova_ext_index.batch_size)
+    taken = pending.take(engine, limit or conf.nova_ext_index.batch_size,
+                         skip=skip or ())
     if not taken:
         return 0
     _totals, failed = refresh(ctx, conf, taken)
+    failed = set(failed)
     pending.failed(engine, failed)
     pending.unmark(engine, {u: t for u, t in taken.items()
-                            if u not in set(failed)})
-    return len(taken)
+                            if u not in failed})
+    if skip is not None:
+        skip.update(failed)
+    return len(taken) - len(failed)

@@ -15,12 +15,14 @@ One thread per process. Whatever marks instances (the in-process
 notification consumer, the standalone listener) wakes it; it then drains the
 pending table batch by batch, so a burst of notifications costs one cell
 read per batch, not one per notification. Marks it cannot apply (a cell is
-down) stay pending and are retried after ``retry`` seconds; meanwhile the
-index's lag grows, and nova-api stops using it once the lag passes
-``[nova_ext_index]max_lag``.
+down) stay pending and are retried after ``retry`` seconds; until then the
+worker passes them over, so that the marks of the other cells behind them
+are applied as they come. Meanwhile the index's lag grows, and nova-api
+stops using it once the lag passes ``[nova_ext_index]max_lag``.
 """
 
 import threading
+import time
 
 from nova import context as nova_context
 from oslo_log import log as logging
@@ -49,23 +51,36 @@ class Worker(object):
 
     def _run(self):
         ctx = nova_context.get_admin_context()
+        # The uuids of the marks that failed, passed over until retry_at.
+        failed, retry_at = set(), None
         while not self._stop.is_set():
-            self._wake.wait(self.retry)
+            self._wake.wait(self.retry if retry_at is None else
+                            max(0.0, retry_at - time.monotonic()))
             self._wake.clear()
+            if retry_at is not None and time.monotonic() >= retry_at:
+                failed.clear()
+                retry_at = None
             try:
-                while not self._stop.is_set():
-                    taken = refresh.process_pending(ctx, self.conf)
-                    self.applied += taken
-                    if not taken:
-                        break
+                self._drain(ctx, failed)
             except Exception:
                 # The marks are still pending; they are retried, and the lag
                 # they cause is what nova-api watches.
                 LOG.exception('nova_ext index worker failed to apply '
                               'pending changes; retrying in %.0f s',
                               self.retry)
+            if failed and retry_at is None:
+                retry_at = time.monotonic() + self.retry
             if not self._wake.is_set():
                 self._idle.set()
+
+    def _drain(self, ctx, failed):
+        """Apply batches until every mark left has failed (or none is)."""
+        while not self._stop.is_set():
+            before = len(failed)
+            applied = refresh.process_pending(ctx, self.conf, skip=failed)
+            self.applied += applied
+            if not applied and len(failed) == before:
+                return
 
     def wait_idle(self, timeout=None):
         """Wait until nothing is pending that the worker knows of."""

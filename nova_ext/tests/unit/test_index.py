@@ -11,10 +11,14 @@
 # under the License.
 """The index's own bookkeeping, on a real SQLite index database."""
 
+import collections
 import datetime
 import os
+import time
+from unittest import mock
 
 import fixtures
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from nova_ext.index import db
@@ -22,7 +26,9 @@ from nova_ext.index import events
 from nova_ext.index import ids
 from nova_ext.index import migration
 from nova_ext.index import pending
+from nova_ext.index import refresh
 from nova_ext.index import source
+from nova_ext.index import worker
 from nova_ext.index import writer
 from nova_ext.tests.unit import base
 
@@ -124,6 +130,186 @@ class TestPending(IndexDBTestCase):
                                    ('mid', 2.0)])
         self.assertEqual(['old', 'mid'],
                          list(pending.take(self.engine, 2)))
+
+    def test_take_passes_over_skipped_marks(self):
+        pending.mark(self.engine, [('new', 30.0), ('old', 1.0),
+                                   ('mid', 2.0)])
+        self.assertEqual({'mid': 2.0, 'new': 30.0},
+                         pending.take(self.engine, 2, skip={'old'}))
+        self.assertEqual(['new'], list(pending.take(
+            self.engine, 2, skip=['old', 'mid', 'gone'])))
+        self.assertEqual({}, pending.take(self.engine, 2,
+                                          skip={'old', 'mid', 'new'}))
+
+    def _race(self, engine, uuid):
+        """Mark 'a' on ``engine`` while another process marks ``uuid``.
+
+        The other process (an engine of its own) marks between this mark's
+        read, which finds no row, and its insert.
+
+        :returns: the types of the exceptions the attempts raised.
+        """
+        other = sa.create_engine(self.conf.conf.nova_ext_index.connection)
+        self.addCleanup(other.dispose)
+        race_on_insert(self, engine, 'nova_ext_index_pending',
+                       lambda: pending.mark(other, [(uuid, 5.0)]))
+        raised = record_raised(self, pending, '_mark')
+        pending.mark(engine, [('a', 10.0)])
+        return raised
+
+    def test_mark_racing_a_mark_of_the_same_instance(self):
+        raised = self._race(self.engine, 'a')
+        # oslo.db begins SQLite transactions itself: the insert finds the
+        # read's snapshot stale, and fails at once, before the duplicate
+        # key (DBDuplicateEntry on other databases, see
+        # test_index_backends). The retry reads again and updates the row.
+        self.assertEqual([sa.exc.OperationalError], raised)
+        self.assertEqual({'a': 10.0}, pending.take(self.engine, 10))
+        self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+
+    def test_mark_racing_any_write(self):
+        raised = self._race(self.engine, 'b')
+        self.assertEqual([sa.exc.OperationalError], raised)
+        self.assertEqual({'a': 10.0, 'b': 5.0},
+                         pending.take(self.engine, 10))
+
+    def test_mark_racing_on_a_plain_engine(self):
+        # pysqlite left to itself begins the transaction at the insert: the
+        # duplicate key is an IntegrityError.
+        engine = sa.create_engine(self.conf.conf.nova_ext_index.connection)
+        self.addCleanup(engine.dispose)
+        raised = self._race(engine, 'a')
+        self.assertEqual([sa.exc.IntegrityError], raised)
+        self.assertEqual({'a': 10.0}, pending.take(self.engine, 10))
+        self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+
+    def test_mark_gives_up_on_other_errors(self):
+        self.useFixture(fixtures.MockPatchObject(
+            pending, '_mark', side_effect=db_exc.DBError('index away')))
+        self.assertRaises(db_exc.DBError, pending.mark, self.engine,
+                          [('a', 1.0)])
+        self.assertEqual(1, pending._mark.call_count)
+
+
+def race_on_insert(test, engine, table, other_writer):
+    """Run ``other_writer`` once, just before ``engine`` inserts in ``table``.
+
+    At that point the transaction may have read, but has not yet written,
+    so the other writer does not wait for it: it commits, and the insert
+    then finds the transaction's reads out of date.
+    """
+    raced = []
+
+    def race(conn, cursor, statement, parameters, context, executemany):
+        if not raced and statement.startswith('INSERT INTO %s ' % table):
+            raced.append(statement)
+            other_writer()
+    sa.event.listen(engine, 'before_cursor_execute', race)
+    test.addCleanup(sa.event.remove, engine, 'before_cursor_execute', race)
+
+
+def record_raised(test, module, function):
+    """A list of the types of what ``module.function`` raises, kept up."""
+    raised = []
+    real = getattr(module, function)
+
+    def recording(*args, **kwargs):
+        try:
+            return real(*args, **kwargs)
+        except Exception as e:
+            raised.append(type(e))
+            raise
+    test.useFixture(fixtures.MockPatchObject(module, function,
+                                             side_effect=recording))
+    return raised
+
+
+class FailingCellTestCase(IndexDBTestCase):
+    """The marks of ``down-*`` fail (their cell is down), the others apply."""
+
+    def setUp(self):
+        super().setUp()
+        self.tried = collections.Counter()
+        self.useFixture(fixtures.MockPatchObject(
+            refresh, 'refresh', side_effect=self._refresh))
+
+    def _refresh(self, ctx, conf, uuids):
+        self.tried.update(list(uuids))
+        return refresh._empty(), sorted(u for u in uuids
+                                        if u.startswith('down'))
+
+
+class TestProcessPending(FailingCellTestCase):
+
+    def test_counts_applied_marks_only(self):
+        pending.mark(self.engine, [('down-1', 1.0), ('up-1', 2.0)])
+        ctx = mock.sentinel.ctx
+        skip = set()
+        self.assertEqual(1, refresh.process_pending(ctx, self.conf.conf,
+                                                    skip=skip))
+        self.assertEqual({'down-1'}, skip)
+        # Everything left has failed: skipped, nothing is taken.
+        self.assertEqual(0, refresh.process_pending(ctx, self.conf.conf,
+                                                    skip=skip))
+        self.assertEqual({'down-1': 1, 'up-1': 1}, self.tried)
+        # Taken again without skip, it fails again: nothing applied.
+        self.assertEqual(0, refresh.process_pending(ctx, self.conf.conf))
+        self.assertEqual({'down-1': 1.0}, pending.take(self.engine, 10))
+        with self.engine.connect() as conn:
+            self.assertEqual(2, conn.execute(
+                sa.select(pending.PENDING.c.attempts)).scalar())
+
+    def test_a_lost_race_is_written_again(self):
+        # Not a failure of the cell: its marks need not wait for a retry.
+        write = mock.Mock(side_effect=[db_exc.DBDuplicateEntry(), 'done'])
+        self.assertEqual('done', refresh._again_if_raced(write, 'e', 'x'))
+        self.assertEqual([mock.call('e', 'x')] * 2, write.call_args_list)
+        write = mock.Mock(side_effect=db_exc.DBError('index away'))
+        self.assertRaises(db_exc.DBError, refresh._again_if_raced, write,
+                          'e', 'x')
+        self.assertEqual(1, write.call_count)
+
+
+class TestWorker(FailingCellTestCase):
+
+    def worker(self, retry):
+        running = worker.Worker(self.conf.conf, retry=retry)
+        self.addCleanup(running.stop)
+        return running
+
+    def test_failing_marks_wait_for_the_retry(self):
+        pending.mark(self.engine, [('down-1', 1.0)])
+        running = self.worker(retry=0.2)
+        running.wake()
+        time.sleep(1.0)
+        running.stop()
+        # Tried at once, then every 0.2 s, not over and over.
+        self.assertLessEqual(self.tried['down-1'], 8)
+        self.assertGreaterEqual(self.tried['down-1'], 2)
+        self.assertEqual(0, running.applied)
+        self.assertEqual(1, pending.count(self.engine))
+
+    def test_other_cells_go_on_while_one_is_down(self):
+        # The failing marks are the oldest, and fill more than a batch.
+        self.flags(batch_size=2, group='nova_ext_index')
+        pending.mark(self.engine, [('down-%d' % i, float(i))
+                                   for i in range(5)] + [('up-1', 10.0)])
+        running = self.worker(retry=60)
+        running.wake()
+        self.assertTrue(running.wait_idle(10))
+        self.assertEqual(5, pending.count(self.engine))
+        self.assertEqual(1, running.applied)
+        self.assertEqual(dict.fromkeys(['down-%d' % i for i in range(5)] +
+                                       ['up-1'], 1), self.tried)
+        # Until the retry, a change of another cell is applied at once,
+        # and the failing marks are passed over.
+        pending.mark(self.engine, [('up-2', 20.0), ('down-0', 21.0)])
+        running.wake()
+        self.assertTrue(running.wait_idle(10))
+        self.assertEqual(2, running.applied)
+        self.assertEqual(5, pending.count(self.engine))
+        self.assertEqual(1, self.tried['up-2'])
+        self.assertEqual(1, self.tried['down-0'])
 
 
 class _Cell(object):
