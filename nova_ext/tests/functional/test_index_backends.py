@@ -9,58 +9,301 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The index on a real PostgreSQL: same answers as Nova.
+"""The index on real PostgreSQL and MariaDB servers: same answers as Nova.
 
 The cells stay on the harness's SQLite databases; only the index moves,
 as in a deployment whose index lives on the operator's database cluster.
+Each test class starts its own server (see sqlserver.py) and each test gets
+an empty database, which the index's own migration fills. Every test of
+test_index_parity.TestIndexParity runs on each backend (but the one that
+walks the microversions: the backend changes the query, not the
+rendering), and so does the notification lifecycle.
+
+Where a backend answers differently from SQLite by nature, so does Nova on
+that backend, and the index follows its backend:
+
+- NULLs sort first ascending on MariaDB (as on SQLite), last on
+  PostgreSQL. Nova's merge of the cells cannot order NULLs at all (see
+  test_index_parity.NOVA_500_SORTS), so sorts on a column with NULLs are
+  recorded, not compared, as on SQLite; the order the index gives instead
+  is checked to be its backend's.
+- PostgreSQL's regular expression operator is not SQLite's, and Nova
+  picks its operator from its own ``[database]connection``: the index
+  hands those queries to Nova (and the test checks it says why). With
+  Nova configured for PostgreSQL, the index runs them itself; that is
+  compared with Nova's SQLite answer for patterns both read alike.
+- MariaDB compares strings by the tables' collation; the index's tables
+  have Nova's character set (``utf8``, case- and accent-insensitive
+  general collation), so name filters and sorts agree with Nova's own
+  tables on the same server, not with SQLite's byte comparisons
+  (``name=SRV-ACTIVE1`` finds srv-active1 on MariaDB only). So the index
+  hands regular expression filters to Nova unless Nova's own
+  ``[database]connection`` is MariaDB too, where it runs them (the test
+  checks both). The population's names differ in more than case and
+  accents, so sorts give the same answers. PostgreSQL's cluster has the C
+  locale for the same reason (see sqlserver.PostgreSQL).
+
+Without the server binaries the classes fail, naming tools/test-packages:
+CI installs them, so a missing server is a broken environment, not a
+reason to skip.
 """
 
+import time
+import urllib.parse
 import uuid
 
+import fixtures
+from nova.compute import instance_list as nova_instance_list
+from nova.db.main import models as nova_models
+from oslo_config import fixture as config_fixture
+from oslo_db import exception as db_exc
+from oslotest import base as oslotest_base
 import sqlalchemy as sa
 
+from nova_ext import conf as ext_conf
+from nova_ext.index import migration as index_migration
+from nova_ext.index import pending
 from nova_ext.index import source
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_parity
-
 
 #: Query parameters that Nova filters with a regular expression.
 REGEX_FILTERS = ('name=', 'node=', 'hostname=', 'key_name=',
                  'reservation_id=', 'launch_index=', 'availability_zone=',
                  'power_state=', 'kernel_id=', 'ramdisk_id=')
 
+#: A name outside latin1 (MariaDB's own default character set), inside
+#: the Basic Multilingual Plane (Nova's MySQL tables are 3-byte utf8).
+UNICODE_PART = '\u540d\u524d'
+UNICODE_NAME = 'srv-stopped1-\u00fcn\u00efc\u00f8d\u00e9-' + UNICODE_PART
 
-class PostgreSQLMixin(object):
+#: Regular expression filters that PostgreSQL's ``~`` and Python's ``re``
+#: (Nova's REGEXP on SQLite) read alike, on columns ``~`` applies to.
+POSTGRESQL_REGEX = ('name=srv-a', 'name=%5Esrv-(locked|other)2%24',
+                    'name=nomatch', 'node=compute2', 'hostname=srv',
+                    'availability_zone=nova', 'name=.*1%24&status=ACTIVE',
+                    'name=' + urllib.parse.quote(UNICODE_PART))
+
+
+class _OnServer(object):
+    """One server of ``SERVER``'s kind per test class, a database per test.
+
+    ``SERVER()`` fails the class, naming tools/test-packages, when the
+    server is not installed.
+    """
+
+    #: A sqlserver class: the backend.
+    SERVER = None
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.sql_server = sqlserver.PostgreSQL()
+        cls.sql_server = cls.SERVER()
         cls.addClassCleanup(cls.sql_server.stop)
         cls.sql_server.start()
 
-    def _setup_services(self):
+    def use_index(self):
         url = self.sql_server.create_database(
             'idx_%s' % uuid.uuid4().hex[:12])
-        self.index = self.useFixture(
-            ext_fixtures.IndexFixture(self, connection=url))
+        return self.useFixture(ext_fixtures.IndexFixture(self,
+                                                         connection=url))
+
+
+class _Schema(_OnServer):
+    """The migration builds Nova's tables on the backend, and sound ones."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(ext_conf.CONF))
+        self.index = self.use_index()
+        self.inspector = sa.inspect(self.index.engine)
+
+    def flags(self, group=None, **kwargs):
+        self.conf.config(group=group, **kwargs)
+
+    def test_migration_creates_every_column_of_novas_tables(self):
+        self.assertEqual(self.SERVER.DIALECT, self.index.engine.dialect.name)
+        self.assertEqual(index_migration.head(),
+                         index_migration.current(ext_conf.CONF))
+        # A second run has nothing to do.
+        index_migration.db_sync(ext_conf.CONF)
+        have = set(self.inspector.get_table_names())
+        self.assertEqual(set(), {t.name for t in source.tables()} - have)
+        nova_tables = nova_models.BASE.metadata.tables
+        for table in source.tables():
+            self.assertEqual(
+                set(table.c.keys()),
+                {c['name'] for c in self.inspector.get_columns(table.name)},
+                table.name)
+        for name in sorted(have & set(nova_tables)):
+            columns = {c['name']: c for c in self.inspector.get_columns(name)}
+            # Fails when Nova adds (or drops) a column: the index must
+            # follow, or Nova's queries over it break.
+            self.assertEqual(sorted(c.name for c in nova_tables[name].c),
+                             sorted(columns), name)
+            for column in nova_tables[name].c:
+                if isinstance(column.type, sa.DateTime):
+                    self.assertSubsecond(columns[column.name]['type'],
+                                         '%s.%s' % (name, column.name))
+        for name in ('id', 'deleted'):
+            # The index's instance ids are 64-bit (nova_ext.index.ids).
+            self.assertIsInstance(self._type('instances', name),
+                                  sa.BigInteger, name)
+
+    def _type(self, table, column):
+        return {c['name']: c['type']
+                for c in self.inspector.get_columns(table)}[column]
+
+    def assertSubsecond(self, reflected, what):
+        # MySQL's DATETIME drops microseconds unless given a precision;
+        # changes-since and updated_at sorts compare them.
+        precision = getattr(reflected, 'fsp',
+                            getattr(reflected, 'precision', None))
+        if precision is None:
+            # The backend's default: none on MySQL, 6 on PostgreSQL.
+            precision = 0 if self.SERVER.DIALECT == 'mysql' else 6
+        self.assertEqual(6, precision, what)
+
+    def test_epoch_times_keep_subsecond_precision(self):
+        # nova-api compares the pending table's oldest mark with now to
+        # decide whether the index is fresh enough to answer.
+        for table in self.inspector.get_table_names():
+            for column in self.inspector.get_columns(table):
+                if isinstance(column['type'], sa.Float):
+                    self.assertIsInstance(column['type'], sa.Double,
+                                          '%s.%s' % (table, column['name']))
+        now = time.time()
+        pending.mark(self.index.engine, [('u1', now)])
+        self.assertAlmostEqual(now, pending.take(self.index.engine, 1)['u1'],
+                               delta=0.001)
+        self.assertLess(pending.lag(self.index.engine, now=now + 1), 1.001)
+
+    def test_marks_racing_for_one_instance(self):
+        # Another process (an engine of its own) marks the instance between
+        # this mark's read, which finds no row, and its insert: the insert
+        # fails on the duplicate key, which oslo.db raises as
+        # DBDuplicateEntry, and the retry updates the other's row.
+        other = sa.create_engine(self.index.engine.url)
+        self.addCleanup(other.dispose)
+        raced, raised = [], []
+
+        def race(conn, cursor, statement, parameters, context, many):
+            if not raced and statement.startswith(
+                    'INSERT INTO nova_ext_index_pending '):
+                raced.append(statement)
+                pending.mark(other, [('u1', 5.0)])
+        sa.event.listen(self.index.engine, 'before_cursor_execute', race)
+        self.addCleanup(sa.event.remove, self.index.engine,
+                        'before_cursor_execute', race)
+        real = pending._mark
+
+        def recording(conn, latest):
+            try:
+                return real(conn, latest)
+            except Exception as e:
+                raised.append(type(e))
+                raise
+        self.useFixture(fixtures.MockPatchObject(pending, '_mark',
+                                                 side_effect=recording))
+        pending.mark(self.index.engine, [('u1', 10.0)])
+        self.assertEqual([db_exc.DBDuplicateEntry], raised)
+        self.assertEqual({'u1': 10.0}, pending.take(self.index.engine, 10))
+        self.assertEqual(95.0, pending.lag(self.index.engine, now=100.0))
+
+    def test_unicode_names_round_trip(self):
+        row = {'id': 1 << 40, 'uuid': str(uuid.uuid4()), 'deleted': 0,
+               'display_name': UNICODE_NAME}
+        with self.index.engine.begin() as conn:
+            conn.execute(sa.insert(source.INSTANCES).values(row))
+            got = conn.execute(sa.select(source.INSTANCES.c.display_name)
+                               .where(source.INSTANCES.c.id == row['id']))
+            self.assertEqual(UNICODE_NAME, got.scalar())
+
+
+class _HarnessIndex(_OnServer):
+    """The index of a test_index_parity.IndexTestCase, on the server."""
+
+    def _setup_services(self):
+        self.index = self.use_index()
         self.nova_500s = []
         self.null_sort_differences = []
-        # Skip IndexTestCase's own SQLite index.
+        # IndexTestCase's own _setup_services would add a SQLite index;
+        # skip to the one above it.
         super(test_index_parity.IndexTestCase, self)._setup_services()
 
 
-class TestIndexParityOnPostgreSQL(PostgreSQLMixin,
-                                  test_index_parity.TestIndexParity):
+class _Parity(_HarnessIndex):
+    """test_index_parity.TestIndexParity, and the backend's own answers."""
+
     # Every microversion is covered on SQLite; the backend does not change
     # rendering, only the query.
     test_every_microversion = None
 
+    def setUp(self):
+        super().setUp()
+        # Nova's tables store any BMP name; the index's must too. Every
+        # listing compared below renders it.
+        self.api.put_server(self.servers['stopped1']['id'],
+                            {'server': {'name': UNICODE_NAME}})
+        self.sync_index()
+
+    def nova_answer(self, api, uri):
+        """Nova's own answer to GET ``uri``, the index left out."""
+        wrapper = nova_instance_list.get_instance_objects_sorted
+        nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
+        try:
+            return self._get(api, uri)
+        finally:
+            nova_instance_list.get_instance_objects_sorted = wrapper
+
+    def index_answer(self, api, uri):
+        """The index's answer to GET ``uri``, which it must serve."""
+        before = self.selector.stats.snapshot()
+        got = self._get(api, uri)
+        after = self.selector.stats.snapshot()
+        self.assertEqual(before['served'] + 1, after['served'],
+                         '%s: %s' % (uri, after))
+        return got
+
+    def test_filters_by_role(self):
+        super().test_filters_by_role()
+        self.assertSameAnswer(
+            self.admin_api, 'servers/detail?all_tenants=1&name=%s'
+            % urllib.parse.quote(UNICODE_PART))
+        self.check_backend_filters()
+
+    def check_backend_filters(self):
+        """Filters only this backend runs differently."""
+        raise NotImplementedError()
+
+    def test_sorts_and_pages(self):
+        super().test_sorts_and_pages()
+        # Where Nova cannot merge NULLs, the index answers in the order of
+        # Nova's query on one cell of its backend: launched_at is NULL for
+        # the server that never launched (error0).
+        for direction in ('asc', 'desc'):
+            got = self.assertSameAnswer(
+                self.admin_api, 'servers/detail?all_tenants=1&'
+                'sort_key=launched_at&sort_dir=%s' % direction,
+                nova_500=True, null_sort=True)
+            nulls = [s['OS-SRV-USG:launched_at'] is None
+                     for s in got.json()['servers']]
+            self.assertEqual({True, False}, set(nulls))
+            first = self.SERVER.NULLS_FIRST == (direction == 'asc')
+            self.assertEqual(sorted(nulls, reverse=first), nulls,
+                             '%s: %s' % (direction, nulls))
+
+
+class _HandsRegexToNova(object):
+    """Regular expression filters go to Nova from a server index.
+
+    The harness's cells are SQLite, so Nova writes and matches its regular
+    expression filters as SQLite does; an index on another kind of
+    database hands those queries to Nova, and says why.
+    """
+
     def assertServed(self, served, before, after, got, context):
-        # The harness's cells are SQLite, so Nova writes its regular
-        # expression filters for SQLite; the index on PostgreSQL hands
-        # those queries to Nova, and says why.
         if (served is None and got.status_code == 200 and
                 after['unservable'] == before['unservable'] + 1 and
                 'regular expression' in after['last_reason']):
@@ -69,14 +312,80 @@ class TestIndexParityOnPostgreSQL(PostgreSQLMixin,
             served = False
         super().assertServed(served, before, after, got, context)
 
-    def test_schema_has_every_column_of_novas_tables(self):
-        self.assertEqual('postgresql', self.index.engine.dialect.name)
-        inspector = sa.inspect(self.index.engine)
-        for table in source.tables():
-            have = {c['name'] for c in inspector.get_columns(table.name)}
-            self.assertEqual(set(table.c.keys()), have, table.name)
+
+class TestSchemaOnPostgreSQL(_Schema, oslotest_base.BaseTestCase):
+    SERVER = sqlserver.PostgreSQL
+
+
+class TestSchemaOnMariaDB(_Schema, oslotest_base.BaseTestCase):
+    SERVER = sqlserver.MariaDB
+
+    def test_tables_have_novas_character_set_and_engine(self):
+        # alembic_version is alembic's (ASCII revision ids).
+        for table in set(self.inspector.get_table_names()) - {
+                'alembic_version'}:
+            options = self.inspector.get_table_options(table)
+            self.assertIn(options.get('mysql_default charset'),
+                          ('utf8', 'utf8mb3'), table)
+            self.assertEqual('InnoDB', options.get('mysql_engine'), table)
+
+
+class TestIndexParityOnPostgreSQL(_HandsRegexToNova, _Parity,
+                                  test_index_parity.TestIndexParity):
+    SERVER = sqlserver.PostgreSQL
+
+    def check_backend_filters(self):
+        # Nova's answer over its SQLite cells, then the index's when Nova
+        # is configured as on a PostgreSQL cloud, where the index runs the
+        # filter with ``~`` itself.
+        sqlite = ext_conf.CONF.database.connection
+        empty = []
+        for query in POSTGRESQL_REGEX:
+            uri = 'servers/detail?all_tenants=1&' + query
+            want = self.nova_answer(self.admin_api, uri)
+            self.flags(connection='postgresql://', group='database')
+            try:
+                got = self.index_answer(self.admin_api, uri)
+            finally:
+                self.flags(connection=sqlite, group='database')
+            self.assertEqual((want.status_code, want.text),
+                             (got.status_code, got.text), uri)
+            if not got.json()['servers']:
+                empty.append(query)
+        self.assertEqual(['name=nomatch'], empty)
+
+
+class TestIndexParityOnMariaDB(_HandsRegexToNova, _Parity,
+                               test_index_parity.TestIndexParity):
+    SERVER = sqlserver.MariaDB
+
+    def check_backend_filters(self):
+        # Nova on SQLite and the index on MariaDB both write REGEXP, but
+        # case is where they part: the index's collation ignores it, as
+        # Nova's own tables on MariaDB do; SQLite's REGEXP (Python's re)
+        # does not. So the index hands the filter to Nova, unless Nova is
+        # configured as on a MariaDB cloud, where it matches as Nova would
+        # there.
+        uri = 'servers?all_tenants=1&name=SRV-ACTIVE1'
+        got = self.assertSameAnswer(self.admin_api, uri, served=False)
+        self.assertEqual([], got.json()['servers'])
+        self.assertIn('regular expression',
+                      self.selector.stats.snapshot()['last_reason'])
+        sqlite = ext_conf.CONF.database.connection
+        self.flags(connection='mysql+pymysql://', group='database')
+        try:
+            got = self.index_answer(self.admin_api, uri)
+        finally:
+            self.flags(connection=sqlite, group='database')
+        self.assertEqual([self.servers['active1']['id']],
+                         [s['id'] for s in got.json()['servers']])
 
 
 class TestIndexFollowsNotificationsOnPostgreSQL(
-        PostgreSQLMixin, test_index_parity.TestIndexFollowsNotifications):
-    pass
+        _HarnessIndex, test_index_parity.TestIndexFollowsNotifications):
+    SERVER = sqlserver.PostgreSQL
+
+
+class TestIndexFollowsNotificationsOnMariaDB(
+        _HarnessIndex, test_index_parity.TestIndexFollowsNotifications):
+    SERVER = sqlserver.MariaDB

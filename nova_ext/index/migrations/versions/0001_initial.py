@@ -40,6 +40,14 @@ depends_on = None
 # Microseconds matter: changes-since and updated_at sorts compare them, and
 # MySQL's DATETIME drops them unless asked.
 DATETIME = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
+# Epoch seconds. MySQL's FLOAT is single precision: a time.time() in it is
+# off by up to a minute, which breaks the index's lag (nova-api would call
+# a fresh index stale) and the writer's which-read-is-newer test.
+EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
+# As Nova's own tables: MySQL's server default may be latin1, which cannot
+# hold the names Nova's utf8 tables hold, and its collation is what name
+# filters and sorts compare with; InnoDB for transactions.
+_TABLE_OPTIONS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8'}
 
 
 def upgrade():
@@ -60,7 +68,8 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_index(
         'instance_extra_idx', 'instance_extra', ['instance_uuid'],
@@ -79,7 +88,8 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_index(
         'instance_faults_host_idx', 'instance_faults', ['host'], unique=False)
@@ -100,7 +110,8 @@ def upgrade():
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
         sa.UniqueConstraint('instance_uuid',
-                            name='uniq_instance_info_caches0instance_uuid')
+                            name='uniq_instance_info_caches0instance_uuid'),
+        **_TABLE_OPTIONS
     )
     op.create_table(
         'instance_metadata',
@@ -112,7 +123,8 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_index(
         'instance_metadata_instance_uuid_idx', 'instance_metadata',
@@ -127,7 +139,8 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_index(
         'instance_uuid', 'instance_system_metadata', ['instance_uuid'],
@@ -197,7 +210,8 @@ def upgrade():
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', sa.BigInteger(), nullable=True),
         sa.PrimaryKeyConstraint('id'),
-        sa.UniqueConstraint('uuid', name='uniq_instances0uuid')
+        sa.UniqueConstraint('uuid', name='uniq_instances0uuid'),
+        **_TABLE_OPTIONS
     )
     op.create_index(
         'instances_compute_id_deleted_idx', 'instances',
@@ -252,7 +266,8 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_index(
         'ix_pci_devices_compute_node_id_deleted', 'pci_devices',
@@ -272,7 +287,8 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_index(
         'security_group_instance_association_instance_uuid_idx',
@@ -293,7 +309,8 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_table(
         'security_groups',
@@ -306,13 +323,15 @@ def upgrade():
         sa.Column('updated_at', DATETIME, nullable=True),
         sa.Column('deleted_at', DATETIME, nullable=True),
         sa.Column('deleted', oslo_types.SoftDeleteInteger(), nullable=True),
-        sa.PrimaryKeyConstraint('id')
+        sa.PrimaryKeyConstraint('id'),
+        **_TABLE_OPTIONS
     )
     op.create_table(
         'tags',
         sa.Column('resource_id', sa.String(length=36), nullable=False),
         sa.Column('tag', sa.Unicode(length=80), nullable=False),
-        sa.PrimaryKeyConstraint('resource_id', 'tag')
+        sa.PrimaryKeyConstraint('resource_id', 'tag'),
+        **_TABLE_OPTIONS
     )
     op.create_index('tags_tag_idx', 'tags', ['tag'], unique=False)
     _bookkeeping()
@@ -327,8 +346,9 @@ def _bookkeeping():
         sa.Column('cell_uuid', sa.String(36), nullable=False),
         sa.Column('source_id', sa.Integer(), nullable=False),
         sa.Column('source_updated_at', DATETIME, nullable=True),
-        sa.Column('read_at', sa.Float(), nullable=False),
+        sa.Column('read_at', EPOCH, nullable=False),
         sa.Column('deleted_at', DATETIME, nullable=True),
+        **_TABLE_OPTIONS
     )
     op.create_index('nova_ext_index_instances_cell_idx',
                     'nova_ext_index_instances', ['cell_uuid', 'source_id'])
@@ -340,9 +360,10 @@ def _bookkeeping():
     op.create_table(
         'nova_ext_index_pending',
         sa.Column('uuid', sa.String(36), primary_key=True),
-        sa.Column('first_event_at', sa.Float(), nullable=False),
-        sa.Column('last_event_at', sa.Float(), nullable=False),
+        sa.Column('first_event_at', EPOCH, nullable=False),
+        sa.Column('last_event_at', EPOCH, nullable=False),
         sa.Column('attempts', sa.Integer(), nullable=False, default=0),
+        **_TABLE_OPTIONS
     )
     op.create_index('nova_ext_index_pending_first_idx',
                     'nova_ext_index_pending', ['first_event_at'])
@@ -353,9 +374,10 @@ def _bookkeeping():
         sa.Column('host', sa.String(255), primary_key=True),
         sa.Column('pid', sa.Integer(), primary_key=True),
         sa.Column('driver', sa.String(36), nullable=False),
-        sa.Column('started_at', sa.Float(), nullable=False),
-        sa.Column('updated_at', sa.Float(), nullable=False),
+        sa.Column('started_at', EPOCH, nullable=False),
+        sa.Column('updated_at', EPOCH, nullable=False),
         sa.Column('counts', sa.Text(), nullable=False),
+        **_TABLE_OPTIONS
     )
     # Per-cell cursor of ``nova-ext-manage index sync``, so an interrupted
     # sync resumes where it stopped.
@@ -363,6 +385,7 @@ def _bookkeeping():
         'nova_ext_index_sync',
         sa.Column('cell_uuid', sa.String(36), primary_key=True),
         sa.Column('last_source_id', sa.Integer(), nullable=False),
-        sa.Column('started_at', sa.Float(), nullable=False),
-        sa.Column('finished_at', sa.Float(), nullable=True),
+        sa.Column('started_at', EPOCH, nullable=False),
+        sa.Column('finished_at', EPOCH, nullable=True),
+        **_TABLE_OPTIONS
     )
