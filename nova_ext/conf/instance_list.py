@@ -46,6 +46,23 @@ its timeout, or too far behind), before it asks that driver again.
 In between, every list request is answered by Nova's own path, so a broken
 index costs one warning and no errors.
 """),
+    cfg.BoolOpt(
+        'fast_render',
+        default=False,
+        mutable=True,
+        help="""
+Render ``GET /servers`` and ``GET /servers/detail`` answered by the ``index``
+driver straight from the index rows.
+
+Nova's own query validation, policy checks and server view code still make
+every answer, but they are handed the index rows themselves instead of Nova
+Instance objects built from them, and the response is not validated again
+against Nova's response schemas (``[api]response_validation``), which is
+where most of a large listing's time goes. The bodies are byte-identical to
+Nova's (nova_ext's functional tests compare them for every microversion,
+filter, sort and role). A page that holds build requests, and filters by IP
+address, are rendered by Nova as usual. Needs ``driver = index``.
+"""),
 ]
 
 

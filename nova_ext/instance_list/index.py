@@ -29,7 +29,6 @@ from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models
-from nova.db import utils as db_utils
 from nova import exception as nova_exception
 from nova import objects
 from nova.objects import base as obj_base
@@ -116,31 +115,52 @@ def _restore_ids(instances):
     return cells
 
 
-def _fill_services(ctx, instances, cell_of):
-    """Load ``services`` from the cells now, as Nova's join would."""
-    hosts = collections.defaultdict(set)
-    for inst in instances:
-        if inst.host and not inst.deleted:
-            hosts[cell_of[inst.uuid]].add(inst.host)
+def services_by_host(ctx, hosts_by_cell):
+    """The nova-compute services of some hosts, read from their cells now.
+
+    :param hosts_by_cell: ``{cell mapping id: set of host names}``.
+    :returns: ``{(cell mapping id, host): [Service db rows]}``, as Nova's
+        ``services`` join would give them.
+    """
     by_host = collections.defaultdict(list)
-    if hosts:
-        nova_context.load_cells()
-        cells = {cell.id: cell for cell in nova_context.CELLS}
-        for cell_id, cell_hosts in sorted(hosts.items()):
-            with nova_context.target_cell(ctx, cells[cell_id]) as cctxt:
-                manager = main_db_api.get_context_manager(cctxt)
-                with manager.reader.using(cctxt) as session:
-                    query = session.query(models.Service).filter(
-                        models.Service.host.in_(sorted(cell_hosts)),
-                        models.Service.binary == 'nova-compute')
-                    for service in query:
-                        by_host[(cell_id, service.host)].append(service)
-    for inst in instances:
-        rows = by_host.get((cell_of[inst.uuid], inst.host), []) \
-            if inst.host and not inst.deleted else []
-        inst.services = obj_base.obj_make_list(
-            ctx, objects.ServiceList(ctx), rows)
-        inst.obj_reset_changes(['services'])
+    if not hosts_by_cell:
+        return by_host
+    nova_context.load_cells()
+    cells = {cell.id: cell for cell in nova_context.CELLS}
+    for cell_id, cell_hosts in sorted(hosts_by_cell.items()):
+        with nova_context.target_cell(ctx, cells[cell_id]) as cctxt:
+            manager = main_db_api.get_context_manager(cctxt)
+            with manager.reader.using(cctxt) as session:
+                query = session.query(models.Service).filter(
+                    models.Service.host.in_(sorted(cell_hosts)),
+                    models.Service.binary == 'nova-compute')
+                for service in query:
+                    by_host[(cell_id, service.host)].append(service)
+    return by_host
+
+
+def fill_services(ctx, instances, cell_of):
+    """Give each instance its host's services, as Nova's ``services`` join.
+
+    Nova joins them to live instances only; host_status is computed from
+    them, so they are read now, one query per cell on the page.
+
+    :param cell_of: a function of an instance, its cell mapping id.
+    """
+    keys = [(cell_of(inst), inst.host) if inst.host and not inst.deleted
+            else None for inst in instances]
+    hosts = collections.defaultdict(set)
+    for key in filter(None, keys):
+        hosts[key[0]].add(key[1])
+    by_host = services_by_host(ctx, hosts)
+    made = {}
+    for inst, key in zip(instances, keys):
+        if key not in made:
+            made[key] = obj_base.obj_make_list(
+                ctx, objects.ServiceList(ctx), by_host.get(key, []))
+        inst.services = made[key]
+        if isinstance(inst, objects.Instance):
+            inst.obj_reset_changes(['services'])
 
 
 def _check_tombstones(conf, filters):
@@ -168,25 +188,35 @@ _NOT_REGEX = frozenset([
     'tags', 'tags-any', 'not-tags', 'not-tags-any'])
 
 
+def _backend(url):
+    try:
+        return sa.engine.make_url(url).get_backend_name()
+    except (sa.exc.ArgumentError, ValueError):
+        return None
+
+
 def _check_regex_dialect(conf, filters):
     """Hand to Nova the regex filters the index cannot run as Nova would.
 
     Nova picks its regular expression operator from ``[database]
     connection`` (``REGEXP`` for MySQL and SQLite, ``~`` for PostgreSQL),
-    not from the database it queries; an index on another kind of database
-    than that would get the wrong operator.
+    not from the database it queries, and what a pattern matches depends on
+    that database too: MySQL compares without case under Nova's collation,
+    SQLite runs Python's ``re``, PostgreSQL POSIX expressions. Only an
+    index on the same kind of database as that option names matches as
+    Nova does.
     """
     regex = [key for key in filters if key not in _NOT_REGEX and
              isinstance(getattr(models.Instance, key, None),
                         sa.orm.attributes.InstrumentedAttribute)]
     if not regex:
         return
-    nova_op = db_utils.get_regexp_ops(CONF.database.connection or '')[1]
-    index_op = db_utils.get_regexp_ops(db.connection_url(conf))[1]
-    if nova_op != index_op:
+    nova_kind = _backend(CONF.database.connection or '')
+    index_kind = _backend(db.connection_url(conf))
+    if nova_kind is None or nova_kind != index_kind:
         raise base.Unservable(
-            'regular expression filters %s: Nova would use %s, the index '
-            'database needs %s' % (sorted(regex), nova_op, index_op))
+            'regular expression filters %s: Nova matches them on %s, the '
+            'index is on %s' % (sorted(regex), nova_kind, index_kind))
 
 
 class IndexDriver(base.InstanceListDriver):
@@ -208,9 +238,14 @@ class IndexDriver(base.InstanceListDriver):
     def lag(self):
         return pending.lag(db.get_engine(self.conf))
 
-    def get_instance_objects_sorted(self, ctx, filters, limit, marker,
-                                    expected_attrs, sort_keys, sort_dirs,
-                                    cell_down_support=False):
+    def records(self, ctx, filters, limit, marker, attrs, sort_keys,
+                sort_dirs, cell_down_support=False):
+        """One page of index rows, as Nova's instance query returns them.
+
+        The arguments are those of :meth:`get_instance_objects_sorted`,
+        less ``services``, which the index cannot hold. Each row is a dict
+        with its joins; its ``id`` is the index id (see ``ids``).
+        """
         try:
             lag = self.lag()
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
@@ -224,28 +259,62 @@ class IndexDriver(base.InstanceListDriver):
         if down:
             raise base.Unservable('cells %s are down; Nova lists them its '
                                   'own way' % ', '.join(down))
-        attrs = list(expected_attrs or [])
-        want_services = 'services' in attrs
-        if want_services:
-            attrs.remove('services')
         cell = index_cell(self.conf)
         batch_size = nova_instance_list.get_instance_list_cells_batch_size(
             limit, [cell])
         lister = _IndexLister(cell, sort_keys, sort_dirs, batch_size)
-        records = lister.get_records_sorted(
+        records = list(lister.get_records_sorted(
             ctx, filters, limit, marker,
             columns_to_join=instance_obj._expected_cols(attrs),
-            cell_down_support=cell_down_support)
+            cell_down_support=cell_down_support))
+        if lister.cells_failed or lister.cells_timed_out:
+            raise base.Unavailable('the index query failed: %s' % (
+                '%s: %s' % (type(lister.error).__name__, lister.error)
+                if lister.error is not None else 'timed out'))
+        return records
+
+    def metadata(self, ctx, uuids, system=False):
+        """The (system) metadata rows of some instances, as plain dicts.
+
+        The same query as Nova's manual join of ``metadata`` or
+        ``system_metadata`` (deleted rows included where Nova's are), only
+        without building an ORM object per row.
+
+        :returns: ``{uuid: [{'key', 'value', 'deleted'}]}``.
+        """
+        model = (models.InstanceSystemMetadata if system
+                 else models.InstanceMetadata)
+        by_uuid = collections.defaultdict(list)
+        if not uuids:
+            return by_uuid
+        with nova_context.target_cell(ctx, index_cell(self.conf)) as ictx:
+            manager = main_db_api.get_context_manager(ictx)
+            with manager.reader.using(ictx):
+                query = main_db_api.model_query(
+                    ictx, model, read_deleted='yes' if system else None
+                ).filter(model.instance_uuid.in_(uuids)).with_entities(
+                    model.instance_uuid, model.key, model.value,
+                    model.deleted)
+                for uuid, key, value, deleted in query:
+                    by_uuid[uuid].append(
+                        {'key': key, 'value': value, 'deleted': deleted})
+        return by_uuid
+
+    def get_instance_objects_sorted(self, ctx, filters, limit, marker,
+                                    expected_attrs, sort_keys, sort_dirs,
+                                    cell_down_support=False):
+        attrs = list(expected_attrs or [])
+        want_services = 'services' in attrs
+        if want_services:
+            attrs.remove('services')
+        records = self.records(ctx, filters, limit, marker, attrs,
+                               sort_keys, sort_dirs, cell_down_support)
         if 'fault' in attrs:
             # Joined in the query, as in Nova's get_instance_objects_sorted.
             attrs.remove('fault')
         result = instance_obj._make_instance_list(
             ctx, objects.InstanceList(), records, attrs)
-        if lister.cells_failed or lister.cells_timed_out:
-            raise base.Unavailable('the index query failed: %s' % (
-                '%s: %s' % (type(lister.error).__name__, lister.error)
-                if lister.error is not None else 'timed out'))
         cell_of = _restore_ids(result)
         if want_services:
-            _fill_services(ctx, result, cell_of)
+            fill_services(ctx, result, lambda inst: cell_of[inst.uuid])
         return result, []

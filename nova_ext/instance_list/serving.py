@@ -20,6 +20,7 @@ too slow or too far behind is handed over and *latched off* for
 broken index costs neither errors nor a timeout per request.
 """
 
+import contextlib
 import copy
 import threading
 import time
@@ -38,8 +39,10 @@ REPORT_INTERVAL = 10.0
 class Stats(object):
     """Counters of one nova-api process, for nova-ext-status and metrics."""
 
+    #: ``rendered`` counts the served requests that nova_ext also rendered
+    #: (``fast_render``), ``handed`` those it left to Nova's view code.
     FIELDS = ('served', 'unservable', 'unavailable', 'failed', 'latched',
-              'slow')
+              'slow', 'rendered', 'handed')
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -74,6 +77,7 @@ class Selector(object):
         self._lock = threading.Lock()
         self.latched_until = None
         self._reported = float('-inf')
+        self._local = threading.local()
 
     @property
     def driver(self):
@@ -109,7 +113,7 @@ class Selector(object):
         args = (ctx, filters, limit, marker, expected_attrs, sort_keys,
                 sort_dirs)
         driver = self.driver
-        if driver.name == 'cells':
+        if driver.name == 'cells' or getattr(self._local, 'stock', False):
             return self.stock(*args, cell_down_support=cell_down_support)
         try:
             return self._serve(driver, args, cell_down_support)
@@ -119,27 +123,41 @@ class Selector(object):
     def _serve(self, driver, args, cell_down_support):
         ctx, filters, limit, marker, expected_attrs, sort_keys, sort_dirs = (
             args)
-        if self._latched():
-            self.stats.add('latched')
-            return self.stock(*args, cell_down_support=cell_down_support)
-        started = self.clock()
-        try:
-            # Nova's list code may change what it is handed; the stock path
-            # must still see the request as it came.
-            result = driver.get_instance_objects_sorted(
+        # Nova's list code may change what it is handed; the stock path
+        # must still see the request as it came.
+        served, result = self.attempt(
+            driver, lambda: driver.get_instance_objects_sorted(
                 ctx, copy.deepcopy(filters), limit, marker,
                 list(expected_attrs or []),
                 copy.copy(sort_keys), copy.copy(sort_dirs),
-                cell_down_support=cell_down_support)
+                cell_down_support=cell_down_support))
+        if served:
+            return result
+        return self.stock(*args, cell_down_support=cell_down_support)
+
+    def attempt(self, driver, call):
+        """Run ``call()``, an answer from ``driver``, if the driver may answer.
+
+        :returns: ``(True, what call returned)``, or ``(False, None)`` when
+            Nova must answer instead: the driver is latched off, cannot
+            answer this query exactly, or failed (which latches it off,
+            unless the request itself was bad).
+        """
+        if self._latched():
+            self.stats.add('latched')
+            return False, None
+        started = self.clock()
+        try:
+            result = call()
         except base.Unservable as e:
             self.stats.add('unservable', str(e))
             LOG.debug('nova_ext %s driver hands a query to Nova: %s',
                       driver.name, e)
-            return self.stock(*args, cell_down_support=cell_down_support)
+            return False, None
         except base.Unavailable as e:
             self.stats.add('unavailable', str(e))
             self._latch(e)
-            return self.stock(*args, cell_down_support=cell_down_support)
+            return False, None
         except Exception as e:
             # Nova answers and, for a genuinely bad request (an unknown
             # marker), gives the caller its own error.
@@ -148,7 +166,7 @@ class Selector(object):
                       driver.name, e, exc_info=True)
             if not _is_client_error(e):
                 self._latch('%s: %s' % (type(e).__name__, e))
-            return self.stock(*args, cell_down_support=cell_down_support)
+            return False, None
         elapsed = self.clock() - started
         timeout = self.conf.nova_ext_index.query_timeout
         if elapsed > timeout:
@@ -156,7 +174,24 @@ class Selector(object):
             self._latch('a list took %.2f s, more than query_timeout %.2f s'
                         % (elapsed, timeout))
         self.stats.add('served')
-        return result
+        return True, result
+
+    @contextlib.contextmanager
+    def stock_only(self):
+        """Within, this thread's lists are Nova's, and not counted.
+
+        For a request the driver already declined (and that was counted)
+        before Nova's own handling of it began.
+        """
+        self._local.stock = True
+        try:
+            yield
+        finally:
+            self._local.stock = False
+
+    def report(self):
+        """Publish the counters, at most every REPORT_INTERVAL seconds."""
+        self._report(self.driver)
 
     def _report(self, driver):
         now = self.clock()

@@ -44,6 +44,10 @@ def build(test):
     - ``shelved2``: another project, SHELVED_OFFLOADED (host None).
     - ``resized1``: resized and confirmed to a bigger flavor, cell1.
     - ``verify2``: resized, left in VERIFY_RESIZE, cell2.
+    - ``zoned1``: cell1, booted into zone ``nova`` (a pinned zone, 2.96).
+    - ``grouped2``: cell2, in a server group, with a scheduler hint of its
+      own (Nova re-reads the group for the hints it shows, 2.100).
+    - ``volume1``: cell1, with a volume attached.
     """
     test.flags(allow_resize_to_same_host=True)
     # The ERROR server still counts against quota.
@@ -93,4 +97,15 @@ def build(test):
     test._confirm_resize(s)
     s = create('verify2', 'compute2-1')
     test._resize_server(s, bigger)
+    create('zoned1', az='nova:compute1-1')
+    group = test.api.post_server_groups(
+        {'name': 'parity', 'policy': 'affinity'})
+    body = test._build_server(name='srv-grouped2', flavor_id=tiny,
+                              networks='none', host='compute2-1')
+    s = test.admin_api.post_server({
+        'server': body,
+        'os:scheduler_hints': {'group': group['id'], 'color': 'blue'}})
+    servers['grouped2'] = test._wait_for_state_change(s, 'ACTIVE')
+    s = create('volume1', 'compute1-1')
+    test._attach_volume(s, nova_fixtures.CinderFixture.SWAP_OLD_VOL)
     return servers

@@ -111,3 +111,16 @@ class TestIndexDownCell(test_index_parity.IndexTestCase):
                     self.assertEqual(200, got.status_code)
         self.admin_api.microversion = 'latest'
         self.assertSameAnswer(self.admin_api, 'servers/detail')
+
+
+class TestFastRenderFallback(TestIndexFallback):
+    """The same outages with nova_ext rendering: counted once, Nova answers."""
+
+    NOVA_EXT_OPTIONS = test_index_parity.FAST_OPTIONS
+    FAST_RENDER = True
+
+
+class TestFastRenderDownCell(TestIndexDownCell):
+
+    NOVA_EXT_OPTIONS = test_index_parity.FAST_OPTIONS
+    FAST_RENDER = True

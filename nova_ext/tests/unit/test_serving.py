@@ -139,3 +139,42 @@ class TestSelector(base.TestCase):
         self.driver.name = 'cells'
         self.assertEqual(('from-nova', []), self.list())
         self.assertEqual([], self.driver.calls)
+
+
+class TestAttempt(TestSelector):
+    """attempt(): what nova_ext's own renderer runs the driver through."""
+
+    def test_served(self):
+        self.assertEqual((True, 'page'),
+                         self.selector.attempt(self.driver, lambda: 'page'))
+        self.assertEqual(1, self.selector.stats.snapshot()['served'])
+
+    def test_declined_latched_and_failed(self):
+        def raise_(error):
+            def call():
+                raise error
+            return call
+        self.assertEqual((False, None), self.selector.attempt(
+            self.driver, raise_(list_base.Unservable('a regex'))))
+        self.assertEqual((False, None), self.selector.attempt(
+            self.driver, raise_(nova_exception.MarkerNotFound(marker='m'))))
+        # A bad marker is the caller's error: not latched.
+        self.assertIsNone(self.selector.latched_until)
+        self.assertEqual((False, None), self.selector.attempt(
+            self.driver, raise_(list_base.Unavailable('down'))))
+        self.assertEqual((False, None),
+                         self.selector.attempt(self.driver, lambda: 'page'))
+        counts = self.selector.stats.snapshot()
+        self.assertEqual((1, 1, 1, 1, 0), (
+            counts['unservable'], counts['failed'], counts['unavailable'],
+            counts['latched'], counts['served']))
+
+    def test_stock_only_skips_the_driver_uncounted(self):
+        with self.selector.stock_only():
+            self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual([], self.driver.calls)
+        self.assertEqual(0, sum(
+            v for k, v in self.selector.stats.snapshot().items()
+            if k != 'last_reason'))
+        # Outside, the driver answers again.
+        self.assertEqual(('from-driver', []), self.list())

@@ -1,0 +1,139 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A server list page from index rows, rendered by Nova's own view code.
+
+This is ``nova.compute.api.API.get_all`` followed by the controller's
+``fill_faults`` and ``ViewBuilder.index``/``detail``, step for step, with
+two differences: the instances are :class:`rows.IndexedInstance` rather than
+Instance objects, and the faults are joined in the index query instead of
+gathered from every cell. What ``get_all`` would do in ways this cannot
+follow exactly is handed to Nova (``NotRendered``): a page holding build
+requests (Nova renders them from the serialized instances they keep), and IP
+address filters (matched through Neutron or in each instance's network
+info).
+"""
+
+from nova import exception as nova_exception
+from nova import objects
+
+from nova_ext import exception
+from nova_ext.instance_list import base
+from nova_ext.instance_list import index
+from nova_ext.instance_list import rows
+
+
+class NotRendered(exception.NovaExtError):
+    """nova_ext does not render this request; Nova's view code does."""
+
+
+#: compute.API.get_all's renames of the API's filters into database columns.
+_RENAMED = {'image': 'image_ref', 'name': 'display_name',
+            'tenant_id': 'project_id'}
+_IP_FILTERS = frozenset(['ip', 'ip6', 'fixed_ip'])
+
+
+def db_filters(context, search_opts):
+    """The filters ``get_all`` queries the cells with."""
+    filters = {}
+    for opt, value in search_opts.items():
+        if opt in _IP_FILTERS:
+            raise NotRendered('IP address filters are matched outside the '
+                              'database')
+        if opt == 'flavor':
+            try:
+                flavor = objects.Flavor.get_by_flavor_id(context, value)
+            except nova_exception.FlavorNotFound:
+                raise NotRendered('flavor %s does not exist' % value)
+            filters['instance_type_id'] = flavor.id
+        else:
+            filters[_RENAMED.get(opt, opt)] = value
+    return filters
+
+
+def check_build_requests(context, filters, listing):
+    """The marker cells are listed from, once build requests are ruled out.
+
+    Build requests come first in Nova's order; they are looked up as
+    ``get_all`` does, and a page that holds any goes to Nova.
+    """
+    marker = listing.kwargs.get('marker')
+    try:
+        found = objects.BuildRequestList.get_by_filters(
+            context, filters, limit=listing.kwargs.get('limit'),
+            marker=marker, sort_keys=listing.kwargs.get('sort_keys'),
+            sort_dirs=listing.kwargs.get('sort_dirs'))
+    except nova_exception.MarkerNotFound:
+        return marker
+    if found:
+        raise NotRendered('build requests are on the page')
+    # The marker was a build request: the cells are listed from the start.
+    return None
+
+
+#: What the index query does not join, though get_all asks for it: the
+#: services (read live, fill_services), security groups (the view reads
+#: Neutron's) and the metadata (read without ORM objects, instances()).
+_NOT_JOINED = frozenset(['services', 'security_groups', 'metadata',
+                         'system_metadata'])
+
+
+def query_attrs(listing):
+    """What the index query joins: get_all's fields, faults for details."""
+    attrs = ['info_cache']
+    attrs.extend(a for a in listing.kwargs.get('expected_attrs') or []
+                 if a not in attrs and a not in _NOT_JOINED)
+    if listing.detail:
+        attrs.append('fault')
+    return attrs
+
+
+def instances(driver, context, listing, records):
+    """Index rows as instances, without the duplicates get_all drops."""
+    seen = set()
+    page = []
+    for record in records:
+        if record['uuid'] not in seen:
+            seen.add(record['uuid'])
+            page.append(record)
+    uuids = [record['uuid'] for record in page]
+    # The list of servers shows neither; details show the metadata always
+    # and the system metadata where get_all was asked for it.
+    metadata = driver.metadata(context, uuids) if listing.detail else {}
+    system = (driver.metadata(context, uuids, system=True)
+              if 'system_metadata' in (listing.kwargs.get('expected_attrs')
+                                       or []) else {})
+    for record in page:
+        record['metadata'] = metadata.get(record['uuid'], [])
+        record['system_metadata'] = system.get(record['uuid'], [])
+    flavors = {}
+    return [rows.IndexedInstance(record, flavors) for record in page]
+
+
+def render(view_builder, listing, page):
+    """The response body, by Nova's view builder."""
+    cell_down_support = listing.kwargs.get('cell_down_support', False)
+    if listing.detail:
+        if 'services' in (listing.kwargs.get('expected_attrs') or []):
+            index.fill_services(listing.context, page,
+                                lambda inst: inst.cell_id)
+        return view_builder.detail(listing.request, page,
+                                   cell_down_support=cell_down_support)
+    return view_builder.index(listing.request, page,
+                              cell_down_support=cell_down_support)
+
+
+def render_or_hand(view_builder, listing, page):
+    """render(), with what the rows cannot give turned into NotRendered."""
+    try:
+        return render(view_builder, listing, page)
+    except base.Unservable as e:
+        raise NotRendered(str(e))

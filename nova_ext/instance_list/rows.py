@@ -1,0 +1,164 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Index rows dressed as Nova Instance objects, for Nova's own view code.
+
+Building an ``objects.Instance`` from a database row coerces every field and
+deserialises every joined blob, whether the server view reads it or not;
+for a page of a thousand servers that is most of the time left once the
+cells are no longer queried one by one. :class:`IndexedInstance` gives Nova's
+server view (``nova.api.openstack.compute.views.servers``) exactly what it
+reads of an Instance, with the values an Instance would hold, straight from
+the row, and deserialises the flavor, network info and trusted certificates
+only when the view asks for them.
+
+Where a value is not the row's as it stands, the Instance would have coerced
+it, and so does this class (``_COERCED``). What the view might read that the
+row cannot give exactly raises ``Unservable``, and the request is rendered
+by Nova instead.
+"""
+
+from nova import conf as nova_conf
+from nova.network import model as network_model
+from nova import objects
+from nova import utils
+from oslo_serialization import jsonutils
+
+from nova_ext.index import ids
+from nova_ext.instance_list import base
+
+CONF = nova_conf.CONF
+
+
+#: Columns an Instance holds as other types than the row's: netaddr
+#: addresses (rendered with str(), the canonical form, not the stored one)
+#: and timezone-aware datetimes. Coerced by the Instance's own fields.
+_COERCED = ('access_ip_v4', 'access_ip_v6', 'created_at', 'updated_at',
+            'deleted_at', 'launched_at', 'terminated_at')
+
+
+def _coerce(name, value):
+    if value is None:
+        return None
+    return objects.Instance.fields[name].coerce(None, name, value)
+
+
+def _deleted(row):
+    # As Instance._from_db_object: Nova soft-deletes by writing the row's id.
+    return row['deleted'] == row['id']
+
+
+def check_name_template():
+    """Raise Unservable unless instance names come from the id alone.
+
+    ``OS-EXT-SRV-ATTR:instance_name`` is ``instance_name_template % id``; a
+    template that names other fields (``%(uuid)s``) is rendered by Nova.
+    """
+    try:
+        CONF.instance_name_template % 1
+    except (TypeError, KeyError, ValueError):
+        raise base.Unservable('instance_name_template %r names fields other '
+                              'than the id' % CONF.instance_name_template)
+
+
+def _flavor(db_flavor):
+    flavor = objects.Flavor.obj_from_primitive(
+        jsonutils.loads(db_flavor)['cur'])
+    # As Instance._flavor_from_db, for flavors stored before these fields
+    # were.
+    if 'disabled' not in flavor:
+        flavor.disabled = False
+    if 'is_public' not in flavor:
+        flavor.is_public = True
+    return flavor
+
+
+class IndexedInstance(object):
+    """One index row, read the way Nova's server view reads an Instance."""
+
+    def __init__(self, row, flavors=None):
+        """Read ``row``, an index record of Nova's instance query.
+
+        :param flavors: a dict shared by the rows of one page, in which
+            equal stored flavors are deserialised once.
+        """
+        values = dict(row)
+        values['deleted'] = _deleted(row)
+        values['id'] = ids.source_id(row['id'])
+        for name in _COERCED:
+            values[name] = _coerce(name, row[name])
+        values['metadata'] = utils.instance_meta(row)
+        values['system_metadata'] = utils.instance_sys_meta(row)
+        values.setdefault('fault', None)
+        self.__dict__['_values'] = values
+        self.__dict__['cell_id'] = ids.cell_id(row['id'])
+        self.__dict__['_flavors'] = {} if flavors is None else flavors
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name)
+
+    def __setattr__(self, name, value):
+        self._values[name] = value
+
+    def __getitem__(self, name):
+        return getattr(self, name)
+
+    def __contains__(self, name):
+        return name in self._values
+
+    def get(self, name, default=None):
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            return default
+
+    @property
+    def name(self):
+        return CONF.instance_name_template % self.id
+
+    def _extra(self, field):
+        extra = self._values.get('extra')
+        return extra[field] if extra else None
+
+    def get_flavor(self):
+        flavor = self._values.get('_flavor')
+        if flavor is None:
+            db_flavor = self._extra('flavor')
+            if not db_flavor:
+                # Nova would lazy-load it from the cell, which the row
+                # cannot do.
+                raise base.Unservable('instance %s has no flavor in its '
+                                      'row' % self.uuid)
+            flavor = self._flavors.get(db_flavor)
+            if flavor is None:
+                # The view only reads it, so servers of one flavor share it.
+                flavor = self._flavors[db_flavor] = _flavor(db_flavor)
+            self._values['_flavor'] = flavor
+        return flavor
+
+    def get_network_info(self):
+        cache = self._values.get('info_cache')
+        if cache is None:
+            return network_model.NetworkInfo.hydrate([])
+        value = cache['network_info']
+        return None if value is None else network_model.NetworkInfo.hydrate(
+            value)
+
+    @property
+    def trusted_certs(self):
+        db_certs = self._extra('trusted_certs')
+        if db_certs is None:
+            return None
+        return objects.TrustedCerts.obj_from_primitive(
+            jsonutils.loads(db_certs))
