@@ -61,11 +61,26 @@ def name(index):
     return 'bench-%04d' % index
 
 
-def populate(cloud, servers):
+def project_of(index, cells, projects):
+    """The project owning server ``index``, out of ``projects``.
+
+    Projects take turns within each cell (server ``i`` is the
+    ``i // cells``-th of its cell), so every project has a share of every
+    cell, whatever the number of cells.
+    """
+    return projects[(index // cells) % len(projects)]
+
+
+def populate(cloud, servers, projects=None):
     """Give the cloud ``servers`` ACTIVE servers, round-robin over its cells.
 
     Server ``i`` goes to cell ``i % cells + 1`` and, within it, to its
-    compute nodes in turn. :returns: a summary for the results.
+    compute nodes in turn.
+
+    :param projects: project ids the clones are shared out between (see
+        :func:`project_of`); by default they all belong to the template's
+        project, the harness's. The template keeps its project.
+    :returns: a summary for the results.
     """
     ctxt = nova_context.get_admin_context()
     cells = [cloud.cell_mappings['cell%d' % n]
@@ -79,16 +94,22 @@ def populate(cloud, servers):
     rows = _template_rows(ctxt, cells[0], template['id'])
     started = time.monotonic()
     per_cell = {cells[0].name: 1}
+    per_project = {rows[INSTANCES][0]['project_id']: 1}
     for position, cell in enumerate(cells):
         indexes = [i for i in range(1, servers)
                    if i % len(cells) == position]
         cell_nodes = nodes[cell.name]
-        clones = [_clone(rows, i, cell, cell_nodes[n % len(cell_nodes)])
+        clones = [_clone(rows, i, cell, cell_nodes[n % len(cell_nodes)],
+                         project_of(i, len(cells), projects)
+                         if projects else None)
                   for n, i in enumerate(indexes)]
         _insert(ctxt, cell, clones)
         per_cell[cell.name] = per_cell.get(cell.name, 0) + len(clones)
+        for clone in clones:
+            owner = clone[INSTANCES][0]['project_id']
+            per_project[owner] = per_project.get(owner, 0) + 1
     return {'servers': servers, 'per_cell': per_cell,
-            'template': template['id'],
+            'per_project': per_project, 'template': template['id'],
             'template_boot_seconds': round(booted, 3),
             'clone_seconds': round(time.monotonic() - started, 3)}
 
@@ -155,10 +176,14 @@ def _select(conn, table, column, value):
             conn.execute(sa.select(table).where(column == value)).mappings()]
 
 
-def _clone(template, index, cell, node):
-    """Rows of server ``index``, by table, copied from the template's."""
+def _clone(template, index, cell, node, project_id=None):
+    """Rows of server ``index``, by table, copied from the template's.
+
+    :param project_id: the clone's project; by default the template's.
+    """
     instance_uuid = str(uuid.uuid5(NAMESPACE, name(index)))
     when = EPOCH + datetime.timedelta(seconds=index)
+    owner = {'project_id': project_id} if project_id else {}
 
     def copy(row, **changes):
         row = dict(row, created_at=when,
@@ -172,7 +197,7 @@ def _clone(template, index, cell, node):
         hostname=name(index), host=node['host'], launched_on=node['host'],
         node=node['hypervisor_hostname'], compute_id=node['id'],
         updated_at=when, launched_at=when,
-        reservation_id='r-%s' % name(index))
+        reservation_id='r-%s' % name(index), **owner)
         for row in template[INSTANCES]]}
     for table in CELL_TABLES:
         clone[table] = [copy(row, instance_uuid=instance_uuid)
@@ -181,17 +206,19 @@ def _clone(template, index, cell, node):
     for n, row in enumerate(bdms):
         row['uuid'] = str(uuid.uuid5(NAMESPACE, '%s-bdm%d' % (name(index), n)))
     clone[MAPPINGS] = [copy(row, instance_uuid=instance_uuid,
-                            cell_id=cell.id)
+                            cell_id=cell.id, **owner)
                        for row in template[MAPPINGS]]
     clone[SPECS] = [copy(row, instance_uuid=instance_uuid,
-                         spec=_respec(row['spec'], instance_uuid))
+                         spec=_respec(row['spec'], instance_uuid, project_id))
                     for row in template[SPECS]]
     return clone
 
 
-def _respec(spec, instance_uuid):
+def _respec(spec, instance_uuid, project_id=None):
     primitive = jsonutils.loads(spec)
     primitive['nova_object.data']['instance_uuid'] = instance_uuid
+    if project_id:
+        primitive['nova_object.data']['project_id'] = project_id
     return jsonutils.dumps(primitive)
 
 

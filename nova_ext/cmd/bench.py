@@ -14,7 +14,9 @@
 Each benchmark boots embedded multi-cell Nova clouds in this process (as
 nova-ext-demo does), one per configuration, measures the same thing in
 each, and reports the numbers and their ratios. It never fails because of
-a timing; it exits non-zero only if a cloud failed.
+a timing; it exits non-zero only if a cloud failed or a correctness check
+made on the way failed (``list``: the index and Nova answered a query
+differently; ``ingest``: a change never reached the index).
 """
 
 import argparse
@@ -27,6 +29,8 @@ import tempfile
 #: Each benchmark: its subcommand, and the module whose run(args) runs it.
 BENCHMARKS = {
     'seams': 'nova_ext.bench.seams',
+    'list': 'nova_ext.bench.listing',
+    'ingest': 'nova_ext.bench.ingest',
 }
 
 
@@ -64,18 +68,111 @@ def _add_seams(subparsers):
                              './bench-results/seams.json)')
 
 
+def _cell_counts(text):
+    try:
+        counts = sorted({int(n) for n in text.split(',')})
+    except ValueError:
+        raise argparse.ArgumentTypeError('a comma-separated list of numbers')
+    if not counts or counts[0] < 1:
+        raise argparse.ArgumentTypeError('cell counts must be at least 1')
+    return counts
+
+
+def _add_list(subparsers):
+    parser = subparsers.add_parser(
+        'list', help='GET /servers through the instance index against '
+                     'stock Nova, for several numbers of cells',
+        description='For each number of cells, boot a cloud, clone servers '
+                    'into its cell databases, sync the instance index, and '
+                    'time the same list queries through the index and '
+                    "through Nova's own path in that cloud, with a bare "
+                    'reference; check that both paths answer the same.')
+    parser.add_argument('--cells', type=_cell_counts, default=[2, 8, 32],
+                        help='comma-separated numbers of cells, one cloud '
+                             'each (default 2,8,32)')
+    parser.add_argument('--per-cell', type=_at_least(1), default=2000,
+                        help='servers in each cell (default 2000)')
+    parser.add_argument('--repeat', type=_at_least(1), default=5,
+                        help='timed requests per query and path, after 2 '
+                             'warm-ups (default 5)')
+    parser.add_argument('--output',
+                        default=os.path.join('.', 'bench-results',
+                                             'list.json'),
+                        help='JSON results file (default '
+                             './bench-results/list.json)')
+    parser.add_argument('--plot',
+                        default=os.path.join('.', 'bench-results',
+                                             'list.png'),
+                        help='PNG plot of latency against cells (default '
+                             './bench-results/list.png)')
+
+
+def _rates(text):
+    try:
+        rates = [int(n) for n in text.split(',')]
+    except ValueError:
+        raise argparse.ArgumentTypeError('a comma-separated list of numbers')
+    if not rates or min(rates) < 1:
+        raise argparse.ArgumentTypeError('rates must be at least 1')
+    return rates
+
+
+def _seconds(text):
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError('must be more than 0')
+    return value
+
+
+def _add_ingest(subparsers):
+    parser = subparsers.add_parser(
+        'ingest', help='how many changes per second the instance index '
+                       'applies, and how soon a change is visible in it',
+        description='Boot a cloud, clone servers into its cell databases, '
+                    'sync the instance index (SQLite), then change servers '
+                    'and notify the index: time marking and applying, '
+                    'alone and through the in-process consumer and its '
+                    'worker, and the delay from mark to visible in the '
+                    'index at steady rates.')
+    parser.add_argument('--cells', type=_at_least(1), default=2,
+                        help='number of cells besides cell0 (default 2)')
+    parser.add_argument('--per-cell', type=_at_least(1), default=1000,
+                        help='servers in each cell (default 1000)')
+    parser.add_argument('--changes', type=_at_least(1), default=2000,
+                        help='changes per throughput round, each to a '
+                             'different server (default 2000, at most '
+                             'the number of servers)')
+    parser.add_argument('--rounds', type=_at_least(1), default=3,
+                        help='throughput rounds (default 3)')
+    parser.add_argument('--rates', type=_rates, default=[100, 500],
+                        help='comma-separated changes per second offered '
+                             'in the freshness runs (default 100,500)')
+    parser.add_argument('--duration', type=_seconds, default=10.0,
+                        help='seconds of each freshness run (default 10)')
+    parser.add_argument('--output',
+                        default=os.path.join('.', 'bench-results',
+                                             'ingest.json'),
+                        help='JSON results file (default '
+                             './bench-results/ingest.json)')
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog='nova-ext-bench', description=__doc__.split('\n')[0])
     subparsers = parser.add_subparsers(dest='benchmark', metavar='BENCHMARK',
                                        required=True)
     _add_seams(subparsers)
+    _add_list(subparsers)
+    _add_ingest(subparsers)
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     args.output = os.path.abspath(args.output)
+    if getattr(args, 'plot', None):
+        args.plot = os.path.abspath(args.plot)
+        os.makedirs(os.path.dirname(args.plot), exist_ok=True)
     workdir = tempfile.mkdtemp(prefix='nova-ext-bench-')
     # Native threads, the production default of nova-api, unless asked
     # otherwise; this must be chosen before Nova is imported.

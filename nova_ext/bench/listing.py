@@ -1,0 +1,576 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``nova-ext-bench list``: GET /servers through the index against stock.
+
+For each number of cells, one cloud is booted (one after the other in this
+process, each torn down before the next), given ``--per-cell`` servers in
+every cell (cloned in the cell databases, see data.py, shared out between
+four projects), and the instance index is synced from the cells. Then, in
+that one cloud and on the same data, every query below is made through
+nova-api's WSGI pipeline three ways:
+
+* ``index``: nova_ext's instance list driver ``index``, as an operator
+  enables it (``[nova_ext_instance_list]driver = index``);
+* ``fast``: the same driver with ``fast_render``: nova_ext's handler has
+  Nova's view code render the index rows themselves;
+* ``stock``: Nova's own ``get_instance_objects_sorted`` (the cells path),
+  put back for the duration of the request.
+
+Queries: ``GET /servers/detail`` and ``GET /servers``, ``limit=1000``,
+default sort and ``sort_key=display_name``, as admin with ``all_tenants=1``
+and as a member of a project that owns a quarter of the servers; at the
+latest microversion.
+
+Correctness is checked on the way: the first answer of each query through
+the index, rendered either way, must have the same status and the same
+bytes as Nova's, and every timed index request must have been served by the
+index (and, for ``fast``, rendered by nova_ext), not handed back to Nova.
+A difference is printed loudly, kept in the results and makes the exit
+code 1.
+
+A *bare reference* is timed in each cloud too: fetching the same number of
+stored instance rows from the index database and serialising them to JSON.
+No design that reads the rows it lists can go below it.
+"""
+
+import collections
+import functools
+import gc
+import itertools
+import resource
+import sys
+import time
+
+from nova.compute import instance_list as nova_instance_list
+from nova import context as nova_context
+from nova import utils
+from oslo_config import cfg
+from oslo_serialization import jsonutils
+import sqlalchemy as sa
+
+from nova_ext.bench import data
+from nova_ext.bench import measure
+from nova_ext.bench import plot
+from nova_ext.bench import report
+from nova_ext import compat
+from nova_ext.demo import cloud
+from nova_ext.entry_points import api as api_entry_point
+from nova_ext.index import source
+from nova_ext.index import sync
+from nova_ext.tests.functional import fixtures as ext_fixtures
+
+CONF = cfg.CONF
+
+STOCK, INDEX, FAST = 'stock', 'index', 'fast'
+PATHS = (STOCK, INDEX, FAST)
+#: The index paths, each compared with STOCK.
+INDEXED = (INDEX, FAST)
+LIMIT = 1000
+#: Untimed requests per query and path before the timed ones; the first is
+#: the one whose body is compared.
+WARMUP_REQUESTS = 2
+OPTIONS = {'nova_ext_instance_list': {'driver': 'index',
+                                      'fast_render': True}}
+
+#: The clones' owners. The first is the harness's project, the one the
+#: non-admin client is a member of; so that member sees a quarter of the
+#: servers, spread over every cell.
+OTHER_PROJECTS = ('0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b01',
+                  '0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b02',
+                  '0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b03')
+
+Query = collections.namedtuple('Query', 'name who url')
+
+
+def _queries():
+    queries = []
+    for endpoint, who, sort in itertools.product(
+            ('detail', 'index'), ('admin', 'project'), ('', 'display_name')):
+        path = '/servers/detail' if endpoint == 'detail' else '/servers'
+        params = ['limit=%d' % LIMIT]
+        if who == 'admin':
+            params.insert(0, 'all_tenants=1')
+        if sort:
+            params.append('sort_key=%s' % sort)
+        name = '%s %s%s' % (endpoint, who, ' by name' if sort else '')
+        queries.append(Query(name, who, '%s?%s' % (path, '&'.join(params))))
+    return tuple(queries)
+
+
+QUERIES = _queries()
+#: The query of the plot and of the targets.
+HEADLINE = 'detail admin'
+
+#: The project's targets for the list (see doc/source/admin/benchmarks.rst).
+FLATNESS_TARGET = 1.2
+SPEEDUP_TARGET, SPEEDUP_CELLS = 10.0, 8
+BARE_TARGET = 5.0
+
+
+def run(args):
+    """Measure every number of cells, print and save the results.
+
+    :returns: 1 if a cloud failed or the index and Nova answered a query
+        differently, else 0. Timings never fail the benchmark.
+    """
+    results = {'benchmark': 'list', 'environment': _environment(args),
+               'clouds': {}}
+    failed = False
+    for cells in args.cells:
+        out = results['clouds'][cells] = {}
+        print('\n== %d cells x %d servers: index and stock, same cloud =='
+              % (cells, args.per_cell))
+        started = time.monotonic()
+        errors = cloud.run(functools.partial(_measure, args, cells, out),
+                           cells=cells, seams=(ext_fixtures.API,),
+                           options=OPTIONS)
+        out['cloud_seconds'] = round(time.monotonic() - started, 1)
+        # The cloud is gone; collect it before the next one is built.
+        gc.collect()
+        out['peak_rss_mib'] = _peak_rss_mib()
+        out['rss_after_teardown_mib'] = _rss_mib()
+        print('%d cells: %.0f s in all, peak RSS so far %.0f MiB, RSS after '
+              'teardown %.0f MiB' % (cells, out['cloud_seconds'],
+                                     out['peak_rss_mib'],
+                                     out['rss_after_teardown_mib']))
+        if errors:
+            for _, error in errors:
+                print('\n!!! The %d-cell cloud failed:\n%s' % (cells, error))
+            out['error'] = '\n'.join(error for _, error in errors)
+            failed = True
+            # A bigger cloud would fail the same way, or run out of memory.
+            break
+    measured = [c for c in args.cells
+                if 'ms' in results['clouds'].get(c, {})]
+    results['environment']['response_validation'] = next(
+        (c['response_validation'] for c in results['clouds'].values()
+         if 'response_validation' in c), None)
+    differences = [(cells, name, diff)
+                   for cells in measured
+                   for name, diff in sorted(
+                       results['clouds'][cells]['differences'].items())]
+    results['table'] = _table(results['clouds'], measured)
+    results['targets'] = _targets(results['clouds'], measured)
+    results['notes'] = _notes(results['clouds'], measured)
+    results['identical_answers'] = not differences
+    _show(results, measured, differences)
+    if measured:
+        legend = _plot(results['clouds'], measured, args.plot)
+        results['plot'] = {'path': args.plot, 'legend': legend}
+        print('\nplot: %s, median ms of %s against cells: %s' % (
+            args.plot, HEADLINE, ', '.join(
+                '%s %s' % item for item in sorted(legend.items()))))
+    report.write_json(results, args.output)
+    print('results written to %s' % args.output)
+    return 1 if failed or differences else 0
+
+
+def _measure(args, cells, out, the_cloud):
+    progress = the_cloud.progress
+    out['response_validation'] = CONF.api.response_validation
+    index = the_cloud.useFixture(ext_fixtures.IndexFixture(the_cloud))
+    apis = {'admin': the_cloud.admin_api, 'project': the_cloud.api}
+    for api in apis.values():
+        api.microversion = 'latest'
+    projects = (the_cloud.api.project_id,) + OTHER_PROJECTS
+
+    progress.step('creating %d servers (%d per cell) in the cell databases'
+                  % (args.per_cell * cells, args.per_cell))
+    out['data'] = data.populate(the_cloud, args.per_cell * cells,
+                                projects=projects)
+    progress.step('syncing the index from the cell databases')
+    started = time.monotonic()
+    ctx = nova_context.get_admin_context()
+    synced = collections.Counter()
+    for cell in sync.cells(ctx):
+        synced.update(sync.sync_cell(ctx, CONF, cell))
+    out['sync'] = dict(synced, seconds=round(time.monotonic() - started, 1))
+    progress.done('%d instances' % synced['written'])
+
+    selector = api_entry_point.selector()
+    if selector is None:
+        raise RuntimeError('the index driver is not attached to nova-api; '
+                           'nothing would be measured')
+
+    progress.step('comparing the index and Nova answers to %d queries'
+                  % len(QUERIES))
+    out['differences'], out['answers'] = {}, {}
+    for query in QUERIES:
+        call = functools.partial(_request, apis[query.who], query.url)
+        want = _call(STOCK, call, selector)[0]
+        answer = out['answers'][query.name] = {
+            'url': query.url, 'status': want.status_code,
+            'bytes': len(want.content),
+            'servers': len(want.json().get('servers', ()))
+            if want.status_code == 200 else None}
+        for path in INDEXED:
+            got, served = _call(path, call, selector)
+            answer['served_' + path] = served
+            difference = _compare(got, want, served)
+            if difference:
+                out['differences']['%s (%s)' % (query.name, path)] = (
+                    difference)
+                print('\n!!! %d cells, %s (%s), %s: the index and Nova '
+                      'answered differently: %s' % (
+                          cells, query.name, query.url, path, difference))
+    progress.done()
+
+    progress.step('%d timed rounds of %d queries, %s in turn'
+                  % (args.repeat, len(QUERIES), ', '.join(PATHS)))
+    out['ms'], out['fallbacks'] = _time(apis, selector, args.repeat)
+    progress.done()
+    for name, count in sorted(out['fallbacks'].items()):
+        if count:
+            print('\n!!! %d cells, %s: %d timed index requests were '
+                  'handed back to Nova, so its index timings are partly '
+                  'stock timings (see the counters in the results)'
+                  % (cells, name, count))
+    out['selector'] = selector.stats.snapshot()
+    progress.step('bare reference: %d rows from the index database, as '
+                  'JSON' % LIMIT)
+    out['bare_ms'], out['bare_rows'], out['bare_bytes'] = _bare(
+        index.engine, args.repeat)
+
+
+def _request(api, url):
+    return api.api_request(url.lstrip('/'), check_response_status=[])
+
+
+def _stock(fn):
+    """Call ``fn`` with Nova's own instance list in place of the index's.
+
+    The wrapper nova_ext installed keeps Nova's function; putting it back
+    on the module is exactly the stock path (nova_ext's handler then leaves
+    the request to Nova too), and the wrapper goes back whatever happens.
+    """
+    wrapper = nova_instance_list.get_instance_objects_sorted
+    nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
+    try:
+        return fn()
+    finally:
+        nova_instance_list.get_instance_objects_sorted = wrapper
+
+
+def _call(path, fn, selector):
+    """``(response, served as asked)`` of ``fn()`` through ``path``.
+
+    Served as asked: by the index for INDEX, and rendered by nova_ext as
+    well for FAST; always True for STOCK.
+    """
+    if path == STOCK:
+        return _stock(fn), True
+    counter = 'rendered' if path == FAST else 'served'
+    before = selector.stats.snapshot()[counter]
+    CONF.set_override('fast_render', path == FAST,
+                      group='nova_ext_instance_list')
+    try:
+        response = fn()
+    finally:
+        CONF.clear_override('fast_render', group='nova_ext_instance_list')
+    return response, selector.stats.snapshot()[counter] == before + 1
+
+
+def _compare(got, want, served):
+    """What is wrong with the index answer, or None."""
+    if not served:
+        return 'not served by the index (handed to Nova), nothing compared'
+    if got.status_code != want.status_code:
+        return 'status %d from the index, %d from Nova: %s' % (
+            got.status_code, want.status_code, got.text[:300])
+    if want.status_code != 200:
+        return 'Nova answered %d: %s' % (want.status_code, want.text[:300])
+    if got.content == want.content:
+        return None
+    try:
+        return first_difference(want.json(), got.json()) or \
+            'same JSON, different bytes'
+    except ValueError:
+        return 'bodies differ (not JSON)'
+
+
+def first_difference(want, got, path=''):
+    """Where two JSON documents first differ (``want`` is Nova's)."""
+    if type(want) is not type(got):
+        return '%s: Nova %r, index %r' % (path or '/', want, got)
+    if isinstance(want, dict):
+        for key in list(want) + [k for k in got if k not in want]:
+            if key not in want or key not in got:
+                return '%s/%s: only in %s' % (
+                    path, key, 'Nova' if key in want else 'the index')
+            found = first_difference(want[key], got[key],
+                                     '%s/%s' % (path, key))
+            if found:
+                return found
+        return None
+    if isinstance(want, list):
+        for i, (w, g) in enumerate(zip(want, got)):
+            found = first_difference(w, g, '%s[%d]' % (path, i))
+            if found:
+                return found
+        if len(want) != len(got):
+            return '%s: %d items from Nova, %d from the index' % (
+                path or '/', len(want), len(got))
+        return None
+    if want != got:
+        return '%s: Nova %r, index %r' % (path or '/', want, got)
+    return None
+
+
+def _time(apis, selector, repeat):
+    """Median and p90 per query and path, and index fallbacks per query.
+
+    Each round makes every query through both paths, the index first in
+    even rounds and Nova first in odd ones, so that neither path always
+    runs on the caches the other warmed, and drift in the machine's speed
+    is shared evenly.
+    """
+    samples = {q.name: {path: [] for path in PATHS} for q in QUERIES}
+    fallbacks = {'%s (%s)' % (q.name, path): 0
+                 for q in QUERIES for path in INDEXED}
+    # The comparison made one request per query and path already.
+    warmup = WARMUP_REQUESTS - 1
+    for n in range(warmup + repeat):
+        gc.collect()
+        order = PATHS[::-1] if n % 2 == 0 else PATHS
+        for query in QUERIES:
+            for path in order:
+                call = functools.partial(_request, apis[query.who],
+                                         query.url)
+                started = time.perf_counter()
+                response, served = _call(path, call, selector)
+                took = time.perf_counter() - started
+                if response.status_code != 200:
+                    raise RuntimeError('%s through %s answered %d: %s' % (
+                        query.url, path, response.status_code,
+                        response.text[:300]))
+                if not served:
+                    fallbacks['%s (%s)' % (query.name, path)] += 1
+                if n >= warmup:
+                    samples[query.name][path].append(took)
+    return ({name: {path: measure.summary(values, 1000.0)
+                    for path, values in by_path.items()}
+             for name, by_path in samples.items()}, fallbacks)
+
+
+def _bare(engine, repeat):
+    """Fetch LIMIT stored instance rows from the index, dump them as JSON.
+
+    The rows are whole ``instances`` rows of Nova's schema (what the index
+    stores), newest first as the default list order; the connection is
+    opened per sample, as a request would.
+    """
+    table = source.INSTANCES
+    query = sa.select(table).where(table.c.deleted == 0).order_by(
+        table.c.created_at.desc(), table.c.uuid).limit(LIMIT)
+    samples, size = [], 0
+    for n in range(WARMUP_REQUESTS + repeat):
+        started = time.perf_counter()
+        with engine.connect() as conn:
+            rows = [dict(row) for row in conn.execute(query).mappings()]
+        body = jsonutils.dump_as_bytes({'servers': rows})
+        took = time.perf_counter() - started
+        size = len(body)
+        if n >= WARMUP_REQUESTS:
+            samples.append(took)
+    return measure.summary(samples, 1000.0), len(rows), size
+
+
+def _median(clouds, cells, name, path):
+    return clouds[cells]['ms'][name][path]['median']
+
+
+def _table(clouds, measured):
+    rows = []
+    if not measured:
+        return rows
+    low = measured[0]
+    for query in QUERIES:
+        for cells in measured:
+            c = clouds[cells]
+            ms = c['ms'][query.name]
+            row = {'query': query.name, 'url': query.url, 'cells': cells,
+                   'servers': c['answers'][query.name]['servers'],
+                   'identical': not any(
+                       '%s (%s)' % (query.name, path) in c['differences']
+                       for path in INDEXED)}
+            for path in PATHS:
+                row[path + '_median'] = ms[path]['median']
+                row[path + '_p90'] = ms[path]['p90']
+                row[path + '_over_fewest_cells'] = (
+                    ms[path]['median'] /
+                    _median(clouds, low, query.name, path))
+            for path in INDEXED:
+                row['stock_over_' + path] = (
+                    ms[STOCK]['median'] / ms[path]['median'])
+                row[path + '_over_bare'] = (
+                    ms[path]['median'] / c['bare_ms']['median'])
+                row[path + '_fallbacks'] = c['fallbacks'][
+                    '%s (%s)' % (query.name, path)]
+            rows.append(row)
+    return rows
+
+
+def _targets(clouds, measured):
+    """The project's list targets, against the headline query.
+
+    Each target is reported for both index paths; ``fast`` is the one an
+    operator enables for speed.
+    """
+    if not measured:
+        return []
+    low, high = measured[0], measured[-1]
+    targets = []
+    for path in (FAST, INDEX):
+        flat = (_median(clouds, high, HEADLINE, path) /
+                _median(clouds, low, HEADLINE, path))
+        targets.append({
+            'target': '%s@%d within %.1fx of %s@%d (%s)' % (
+                path, high, FLATNESS_TARGET, path, low, HEADLINE),
+            'measured': flat, 'met': flat <= FLATNESS_TARGET,
+            'complete': (low, high) == (2, 32)})
+        if SPEEDUP_CELLS in measured:
+            speedup = (_median(clouds, SPEEDUP_CELLS, HEADLINE, STOCK) /
+                       _median(clouds, SPEEDUP_CELLS, HEADLINE, path))
+            targets.append({
+                'target': '%s at least %.0fx faster than stock at %d cells '
+                          '(%s), stock/%s' % (path, SPEEDUP_TARGET,
+                                              SPEEDUP_CELLS, HEADLINE, path),
+                'measured': speedup, 'met': speedup >= SPEEDUP_TARGET,
+                'complete': True})
+        worst = max(_median(clouds, c, HEADLINE, path) /
+                    clouds[c]['bare_ms']['median'] for c in measured)
+        targets.append({
+            'target': '%s within %.0fx of bare (%s), worst over cells' % (
+                path, BARE_TARGET, HEADLINE),
+            'measured': worst, 'met': worst <= BARE_TARGET,
+            'complete': True})
+    return targets
+
+
+def _notes(clouds, measured):
+    notes = []
+    for cells in measured:
+        c = clouds[cells]
+        noise = max(ms[path]['p90'] / ms[path]['min']
+                    for ms in c['ms'].values() for path in PATHS)
+        notes.append(
+            '%d cells: p90 is up to %.0f%% over the fastest sample of the '
+            'same query and path; ratios closer to 1 than that show no '
+            'measurable difference.' % (cells, (noise - 1) * 100))
+    return notes
+
+
+def _show(results, measured, differences):
+    env = results['environment']
+    print('\n== nova-ext-bench list ==')
+    for key in ('nova', 'python', 'concurrency', 'cpus', 'response_validation',
+                'microversion', 'per_cell', 'repeat', 'warmup_requests'):
+        print('%s: %s' % (key.replace('_', ' '), env[key]))
+    print('median (p90) in ms of GET through nova-api, limit=%d; bare: %d '
+          'index rows fetched and dumped as JSON' % (LIMIT, LIMIT))
+    headers = ('query', 'cells', 'servers', 'stock', 'index', 'fast',
+               'stock/index', 'stock/fast', 'fast/bare',
+               'fast/fast@%s' % (measured[0] if measured else '-'),
+               'same body')
+    rows = [(r['query'], r['cells'], r['servers'],
+             '%.0f (%.0f)' % (r['stock_median'], r['stock_p90']),
+             '%.0f (%.0f)' % (r['index_median'], r['index_p90']),
+             '%.0f (%.0f)' % (r['fast_median'], r['fast_p90']),
+             '%.2f' % r['stock_over_index'],
+             '%.2f' % r['stock_over_fast'],
+             '%.1f' % r['fast_over_bare'],
+             '%.2f' % r['fast_over_fewest_cells'],
+             'yes' if r['identical'] else 'NO')
+            for r in results['table']]
+    print()
+    if rows:
+        report.table(headers, rows, sys.stdout)
+    for cells in measured:
+        c = results['clouds'][cells]
+        print('bare reference, %d cells: %.1f ms (p90 %.1f): %d rows, %d '
+              'KiB of JSON; the detail admin body is %d KiB' % (
+                  cells, c['bare_ms']['median'], c['bare_ms']['p90'],
+                  c['bare_rows'], c['bare_bytes'] // 1024,
+                  c['answers'][HEADLINE]['bytes'] // 1024))
+    print()
+    for t in results['targets']:
+        print('target: %s: %.2f, %s%s' % (
+            t['target'], t['measured'], 'met' if t['met'] else 'NOT met',
+            '' if t['complete'] else ' (not measured at 2 and 32 cells)'))
+    print()
+    for cells, c in sorted(results['clouds'].items()):
+        if 'sync' in c:
+            print('%d cells: clone %.1f s, index sync %.1f s (%d written), '
+                  'cloud %.0f s, peak RSS %.0f MiB, index counters %s' % (
+                      cells, c['data']['clone_seconds'], c['sync']['seconds'],
+                      c['sync'].get('written', 0), c['cloud_seconds'],
+                      c['peak_rss_mib'],
+                      {k: v for k, v in c.get('selector', {}).items()
+                       if k != 'last_reason' and v}))
+    for note in results['notes']:
+        print('* %s' % note)
+    if differences:
+        print('\n!!! THE INDEX AND NOVA ANSWERED DIFFERENTLY:')
+        for cells, name, diff in differences:
+            print('!!!   %d cells, %s: %s' % (cells, name, diff))
+    else:
+        print('\nanswers: the index, rendered by Nova and by nova_ext, '
+              'gave the same bodies as Nova for every query at every cell '
+              'count.')
+
+
+def _plot(clouds, measured, path):
+    """Median latency of the headline query against cells, as a PNG.
+
+    :returns: ``{series: colour}``, the legend of the chart written.
+    """
+    series = {name: [(c, _median(clouds, c, HEADLINE, name))
+                     for c in measured] for name in PATHS}
+    series['bare'] = [(c, clouds[c]['bare_ms']['median']) for c in measured]
+    return plot.chart(series, path)
+
+
+def _peak_rss_mib():
+    # ru_maxrss is in KiB on Linux.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _rss_mib():
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def _environment(args):
+    return {
+        'cells': args.cells,
+        'per_cell': args.per_cell,
+        'projects': 1 + len(OTHER_PROJECTS),
+        'computes_per_cell': 1,
+        'repeat': args.repeat,
+        'warmup_requests': WARMUP_REQUESTS,
+        'limit': LIMIT,
+        'microversion': 'latest',
+        'queries': {q.name: q.url for q in QUERIES},
+        # Set by the harness, read in the first cloud.
+        'response_validation': None,
+        'nova': str(compat.nova_version()),
+        'python': report.python_version(),
+        'concurrency': ('native threads' if utils.concurrency_mode_threading()
+                        else 'eventlet'),
+        'cpus': report.cpu_count(),
+    }
