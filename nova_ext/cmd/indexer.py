@@ -29,6 +29,7 @@ import threading
 
 from oslo_log import log as logging
 
+from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
 
@@ -38,8 +39,7 @@ LOG = logging.getLogger(__name__)
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog='nova-ext-indexer',
                                      description=__doc__.split('\n')[0])
-    parser.add_argument('--config-file', action='append', default=[])
-    parser.add_argument('--config-dir', action='append', default=[])
+    common.add_config_arguments(parser)
     parser.add_argument('--no-worker', action='store_true',
                         help='record changes, do not apply them')
     parser.add_argument('--no-reconcile', action='store_true',
@@ -49,23 +49,12 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from nova import config
-    from nova import objects
-
-    from nova_ext.index import listener
-
-    nova_argv = ['nova-ext-indexer']
-    for path in args.config_file:
-        nova_argv += ['--config-file', path]
-    for path in args.config_dir:
-        nova_argv += ['--config-dir', path]
     # Nova's configuration path (control exchange "nova", the databases);
     # the listener builds its own transport.
-    config.parse_args(nova_argv, init_rpc=False)
-    logging.setup(config.CONF, 'nova-ext-indexer')
-    objects.register_all()
+    conf = common.configure('nova-ext-indexer', args)
+    from nova_ext.index import listener
 
-    indexer = listener.Indexer(config.CONF, run_worker=not args.no_worker,
+    indexer = listener.Indexer(conf, run_worker=not args.no_worker,
                                run_reconcile=not args.no_reconcile)
     stopping = threading.Event()
 

@@ -33,6 +33,7 @@ import sys
 
 from oslo_log import log as logging
 
+from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
 
@@ -42,10 +43,7 @@ LOG = logging.getLogger(__name__)
 def build_parser():
     parser = argparse.ArgumentParser(prog='nova-ext-manage',
                                      description=__doc__.split('\n')[0])
-    parser.add_argument('--config-file', action='append', default=[],
-                        help='nova configuration file (repeatable)')
-    parser.add_argument('--config-dir', action='append', default=[],
-                        help='nova configuration directory (repeatable)')
+    common.add_config_arguments(parser)
     area = parser.add_subparsers(dest='area', required=True)
     index = area.add_parser('index', help='the instance index')
     commands = index.add_subparsers(dest='command', required=True)
@@ -69,26 +67,9 @@ def build_parser():
     return parser
 
 
-def _configure(args):
-    # Nova's own configuration path, as nova-manage: logging, CONF with
-    # project 'nova', the API and main database facades; no RPC.
-    from nova import config
-    from nova import objects
-
-    argv = ['nova-ext-manage']
-    for path in args.config_file:
-        argv += ['--config-file', path]
-    for path in args.config_dir:
-        argv += ['--config-dir', path]
-    config.parse_args(argv, init_rpc=False)
-    logging.setup(config.CONF, 'nova-ext-manage')
-    objects.register_all()
-    return config.CONF
-
-
 def main(argv=None):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    conf = _configure(args)
+    conf = common.configure('nova-ext-manage', args)
     from nova import context as nova_context
 
     from nova_ext.cmd import manage_index

@@ -1,0 +1,42 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What nova_ext's commands that read nova.conf share."""
+
+from oslo_log import log as logging
+
+
+def add_config_arguments(parser):
+    """``--config-file`` and ``--config-dir``, as Nova's commands take."""
+    parser.add_argument('--config-file', action='append', default=[],
+                        help='nova configuration file (repeatable)')
+    parser.add_argument('--config-dir', action='append', default=[],
+                        help='nova configuration directory (repeatable)')
+
+
+def configure(prog, args):
+    """Load Nova's configuration the way nova-manage does; returns CONF.
+
+    Logging, CONF with project ``nova`` and the API and main database
+    facades; no RPC (a command that listens builds its own transport).
+    """
+    from nova import config
+    from nova import objects
+
+    argv = [prog]
+    for path in args.config_file:
+        argv += ['--config-file', path]
+    for path in args.config_dir:
+        argv += ['--config-dir', path]
+    config.parse_args(argv, init_rpc=False)
+    logging.setup(config.CONF, prog)
+    objects.register_all()
+    return config.CONF
