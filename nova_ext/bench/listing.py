@@ -50,7 +50,6 @@ import resource
 import sys
 import time
 
-from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova import utils
 from oslo_config import cfg
@@ -246,18 +245,9 @@ def _request(api, url):
 
 
 def _stock(fn):
-    """Call ``fn`` with Nova's own instance list in place of the index's.
-
-    The wrapper nova_ext installed keeps Nova's function; putting it back
-    on the module is exactly the stock path (nova_ext's handler then leaves
-    the request to Nova too), and the wrapper goes back whatever happens.
-    """
-    wrapper = nova_instance_list.get_instance_objects_sorted
-    nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
-    try:
+    """Call ``fn`` with Nova's own instance list in place of the index's."""
+    with api_entry_point.stock_instance_list():
         return fn()
-    finally:
-        nova_instance_list.get_instance_objects_sorted = wrapper
 
 
 def _call(path, fn, selector):
@@ -291,38 +281,9 @@ def _compare(got, want, served):
     if got.content == want.content:
         return None
     try:
-        return first_difference(want.json(), got.json()) or \
-            'same JSON, different bytes'
+        return ext_fixtures.first_difference(want.json(), got.json())
     except ValueError:
         return 'bodies differ (not JSON)'
-
-
-def first_difference(want, got, path=''):
-    """Where two JSON documents first differ (``want`` is Nova's)."""
-    if type(want) is not type(got):
-        return '%s: Nova %r, index %r' % (path or '/', want, got)
-    if isinstance(want, dict):
-        for key in list(want) + [k for k in got if k not in want]:
-            if key not in want or key not in got:
-                return '%s/%s: only in %s' % (
-                    path, key, 'Nova' if key in want else 'the index')
-            found = first_difference(want[key], got[key],
-                                     '%s/%s' % (path, key))
-            if found:
-                return found
-        return None
-    if isinstance(want, list):
-        for i, (w, g) in enumerate(zip(want, got)):
-            found = first_difference(w, g, '%s[%d]' % (path, i))
-            if found:
-                return found
-        if len(want) != len(got):
-            return '%s: %d items from Nova, %d from the index' % (
-                path or '/', len(want), len(got))
-        return None
-    if want != got:
-        return '%s: Nova %r, index %r' % (path or '/', want, got)
-    return None
 
 
 def _time(apis, selector, repeat):

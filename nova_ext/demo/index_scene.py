@@ -21,7 +21,6 @@ import io
 import statistics
 import time
 
-from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from oslo_config import cfg
 
@@ -53,12 +52,8 @@ def _timed(api, rounds=5):
 
 
 def _stock(fn):
-    wrapper = nova_instance_list.get_instance_objects_sorted
-    nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
-    try:
+    with api_ep.stock_instance_list():
         return fn()
-    finally:
-        nova_instance_list.get_instance_objects_sorted = wrapper
 
 
 def index(cloud, report, args):

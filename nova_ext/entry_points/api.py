@@ -29,6 +29,7 @@ nova-api only for ``GET /servers`` and ``GET /servers/detail``) with
 """
 
 import collections
+import contextlib
 
 from oslo_log import log as logging
 import webob.dec
@@ -144,6 +145,26 @@ def detach_instance_list():
     stock = getattr(current, 'nova_ext_stock', None)
     if stock is not None:
         nova_instance_list.get_instance_objects_sorted = stock
+
+
+@contextlib.contextmanager
+def stock_instance_list():
+    """Within, nova-api lists servers with Nova's own function.
+
+    For comparing with Nova's own answers (tests, benchmarks, the demo):
+    the attached wrapper keeps Nova's function, which is put back on its
+    module until the block ends, whatever happens in it. nova_ext's
+    servers-list handler answers nothing meanwhile (there is no selector).
+    """
+    from nova.compute import instance_list as nova_instance_list
+
+    wrapper = nova_instance_list.get_instance_objects_sorted
+    nova_instance_list.get_instance_objects_sorted = getattr(
+        wrapper, 'nova_ext_stock', wrapper)
+    try:
+        yield
+    finally:
+        nova_instance_list.get_instance_objects_sorted = wrapper
 
 
 def selector():

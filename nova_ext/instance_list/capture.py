@@ -21,7 +21,7 @@ arguments (:func:`listing`). Any other outcome (an error, or an answer
 the controller gives without listing) is left to Nova, which repeats it.
 """
 
-import threading
+import functools
 
 from nova.api.openstack.compute import servers as nova_servers
 from nova.api.openstack import wsgi as nova_wsgi
@@ -69,19 +69,12 @@ class Listing(object):
         self.kwargs = kwargs
 
 
-_lock = threading.Lock()
-_controller = None
-
-
+@functools.cache
 def controller():
     """nova_ext's ServersController, made once per process."""
-    global _controller
-    with _lock:
-        if _controller is None:
-            made = nova_servers.ServersController()
-            made.compute_api = _ListingAPI()
-            _controller = made
-        return _controller
+    made = nova_servers.ServersController()
+    made.compute_api = _ListingAPI()
+    return made
 
 
 def listing(environ, detail):

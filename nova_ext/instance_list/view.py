@@ -19,7 +19,7 @@ carries a copy of; the version gate of the instance list
 source and the parity tests at every microversion hold it to Nova's.
 """
 
-import threading
+import functools
 
 from nova.api.openstack import api_version_request
 from nova.api.openstack.compute.views import servers as views_servers
@@ -80,14 +80,7 @@ class ViewBuilder(views_servers.ViewBuilder):
         return servers_dict
 
 
-_lock = threading.Lock()
-_builder = None
-
-
+@functools.cache
 def builder():
     """The ViewBuilder of this process, made on first use."""
-    global _builder
-    with _lock:
-        if _builder is None:
-            _builder = ViewBuilder()
-        return _builder
+    return ViewBuilder()

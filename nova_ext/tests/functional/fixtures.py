@@ -224,3 +224,37 @@ class IndexFixture(fixtures.Fixture):
                     'index still has %d pending changes after %.0f s'
                     % (index_pending.count(self.engine), timeout))
             time.sleep(0.05)
+
+
+def first_difference(want, got, path=''):
+    """The first place two JSON documents differ (``want`` is Nova's).
+
+    For the failure messages of the parity tests and of ``nova-ext-bench
+    list``, about two bodies whose bytes differ; key order counts.
+    """
+    if type(want) is not type(got):
+        return '%s: Nova %r, index %r' % (path or '/', want, got)
+    if isinstance(want, dict):
+        for key in list(want) + [k for k in got if k not in want]:
+            if key not in want or key not in got:
+                return '%s/%s: only in %s' % (
+                    path, key, 'Nova' if key in want else 'the index')
+            found = first_difference(want[key], got[key],
+                                     '%s/%s' % (path, key))
+            if found:
+                return found
+        if list(want) != list(got):
+            return '%s: key order %s vs %s' % (path, list(want), list(got))
+        return None
+    if isinstance(want, list):
+        for i, (w, g) in enumerate(zip(want, got)):
+            found = first_difference(w, g, '%s[%d]' % (path, i))
+            if found:
+                return found
+        if len(want) != len(got):
+            return '%s: %d items in Nova, %d in the index' % (
+                path, len(want), len(got))
+        return None
+    if want != got:
+        return '%s: Nova %r, index %r' % (path or '/', want, got)
+    return 'same JSON, different bytes' if not path else None

@@ -53,7 +53,6 @@ import urllib.parse
 import uuid
 
 import fixtures
-from nova.compute import instance_list as nova_instance_list
 from nova.db.main import models as nova_models
 from oslo_config import fixture as config_fixture
 from oslo_db import exception as db_exc
@@ -61,6 +60,7 @@ from oslotest import base as oslotest_base
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
 from nova_ext.index import source
@@ -250,12 +250,8 @@ class _Parity(_HarnessIndex):
 
     def nova_answer(self, api, uri):
         """Nova's own answer to GET ``uri``, the index left out."""
-        wrapper = nova_instance_list.get_instance_objects_sorted
-        nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
-        try:
+        with api_entry_point.stock_instance_list():
             return self._get(api, uri)
-        finally:
-            nova_instance_list.get_instance_objects_sorted = wrapper
 
     def index_answer(self, api, uri):
         """The index's answer to GET ``uri``, which it must serve."""

@@ -28,6 +28,7 @@ from nova.db.main import models as nova_models
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import sync
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -101,12 +102,8 @@ class IndexTestCase(base.NovaExtTestCase):
         before = self.selector.stats.snapshot()
         got = self._get(api, uri)
         after = self.selector.stats.snapshot()
-        wrapper = nova_instance_list.get_instance_objects_sorted
-        nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
-        try:
+        with api_entry_point.stock_instance_list():
             want = self._get(api, uri)
-        finally:
-            nova_instance_list.get_instance_objects_sorted = wrapper
         context = '%s as %s (%s)' % (uri, api.auth_user, api.microversion)
         if timed:
             want, got = _untimed(want, timed), _untimed(got, timed)
@@ -117,9 +114,11 @@ class IndexTestCase(base.NovaExtTestCase):
                 want.text != got.text):
             self.null_sort_differences.append(uri)
         elif (want.status_code, want.text) != (got.status_code, got.text):
+            difference = ext_fixtures.first_difference(_json(want),
+                                                       _json(got))
             self.fail('index and Nova differ on %s: status %s vs %s; %s'
                       % (context, got.status_code, want.status_code,
-                         _difference(_json(want), _json(got))))
+                         difference))
         self.assertServed(served, before, after, got, context)
         return got
 
@@ -183,35 +182,6 @@ def _json(response):
         return response.json()
     except ValueError:
         return response.text
-
-
-def _difference(want, got, path=''):
-    """The first place two JSON documents differ, for failure messages."""
-    if type(want) is not type(got):
-        return '%s: Nova %r, index %r' % (path or '/', want, got)
-    if isinstance(want, dict):
-        for key in list(want) + [k for k in got if k not in want]:
-            if key not in want or key not in got:
-                return '%s/%s: only in %s' % (
-                    path, key, 'Nova' if key in want else 'the index')
-            found = _difference(want[key], got[key], '%s/%s' % (path, key))
-            if found:
-                return found
-        if list(want) != list(got):
-            return '%s: key order %s vs %s' % (path, list(want), list(got))
-        return None
-    if isinstance(want, list):
-        for i, (w, g) in enumerate(zip(want, got)):
-            found = _difference(w, g, '%s[%d]' % (path, i))
-            if found:
-                return found
-        if len(want) != len(got):
-            return '%s: %d items in Nova, %d in the index' % (
-                path, len(want), len(got))
-        return None
-    if want != got:
-        return '%s: Nova %r, index %r' % (path or '/', want, got)
-    return 'same JSON, different bytes' if not path else None
 
 
 def _relative(api, href):

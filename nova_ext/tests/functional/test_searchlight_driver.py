@@ -29,6 +29,7 @@ from oslo_config import cfg
 from requests_mock.contrib import fixture as rm_fixture
 
 from nova_ext.conf import searchlight as sl_conf
+from nova_ext.entry_points import api as api_entry_point
 from nova_ext.tests.functional import base
 
 SEARCHLIGHT = 'http://searchlight.test:9393'
@@ -138,12 +139,8 @@ class TestSearchlightDriver(base.NovaExtTestCase):
         before = self.selector.stats.snapshot()
         got = api.api_request(uri)
         after = self.selector.stats.snapshot()
-        wrapper = nova_instance_list.get_instance_objects_sorted
-        nova_instance_list.get_instance_objects_sorted = wrapper.nova_ext_stock
-        try:
+        with api_entry_point.stock_instance_list():
             want = api.api_request(uri)
-        finally:
-            nova_instance_list.get_instance_objects_sorted = wrapper
         self.assertEqual(want.json(), got.json(), uri)
         self.assertEqual(want.text, got.text, uri)
         changed = {key for key in self.selector.stats.FIELDS
