@@ -31,6 +31,7 @@ BENCHMARKS = {
     'seams': 'nova_ext.bench.seams',
     'list': 'nova_ext.bench.listing',
     'ingest': 'nova_ext.bench.ingest',
+    'schedule': 'nova_ext.bench.schedule',
 }
 
 
@@ -156,6 +157,30 @@ def _add_ingest(subparsers):
                              './bench-results/ingest.json)')
 
 
+def _add_schedule(subparsers):
+    parser = subparsers.add_parser(
+        'schedule', help='NoValidHost rate and time per request with a '
+                         'growing share of disabled or down computes, '
+                         'stock Nova against nova_ext filters',
+        description='Add fake compute node providers to placement, mark a '
+                    'growing share disabled or down, and ask placement '
+                    'for candidates as stock Nova and as nova_ext with '
+                    'compute-down.')
+    parser.add_argument('--nodes', type=_at_least(1), default=500,
+                        help='fake compute nodes (default 500)')
+    parser.add_argument('--limit', type=_at_least(1), default=10,
+                        help='[scheduler]max_placement_results (default 10)')
+    parser.add_argument('--requests', type=_at_least(1), default=100,
+                        help='requests per share and filter set '
+                             '(default 100)')
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--output',
+                        default=os.path.join('.', 'bench-results',
+                                             'schedule.json'),
+                        help='JSON results file (default '
+                             './bench-results/schedule.json)')
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog='nova-ext-bench', description=__doc__.split('\n')[0])
@@ -164,6 +189,7 @@ def parse_args(argv):
     _add_seams(subparsers)
     _add_list(subparsers)
     _add_ingest(subparsers)
+    _add_schedule(subparsers)
     return parser.parse_args(argv)
 
 

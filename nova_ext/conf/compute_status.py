@@ -33,6 +33,29 @@ Trait callbacks to enable, by entry point name in the
 An unknown or broken name stops the process that loads them at start with
 an error that names it.
 """),
+    cfg.IntOpt(
+        'watch_interval',
+        default=60,
+        min=1,
+        help="""
+Seconds between two sweeps of ``nova-ext-status-watcher``.
+
+Each sweep reads every nova-compute service of every cell, and makes the
+owned traits of their root compute-node providers match: it is the
+heartbeat watcher and the periodic reconcile at once. A compute is marked
+down only after the watcher itself has seen its heartbeat counter stand
+still for ``[DEFAULT]service_down_time`` seconds, so a host that reports in
+is never marked, whatever the clocks of the two machines say.
+"""),
+    cfg.BoolOpt(
+        'sync_on_service_update',
+        default=True,
+        help="""
+With trait callbacks enabled and the ``nova_ext`` notification driver
+attached, apply the callbacks when a process emits a ``service.update``
+notification (an os-services enable, disable or force-down), instead of
+waiting for the next watcher sweep.
+"""),
 ]
 
 

@@ -24,6 +24,7 @@ from nova import objects
 from nova.scheduler import request_filter
 from oslo_config import cfg
 
+from nova_ext.demo import compute_status_scene
 from nova_ext.demo import index_scene
 from nova_ext.entry_points import api as api_ep
 from nova_ext.entry_points import scheduler as scheduler_ep
@@ -117,4 +118,5 @@ SCENES = (
     ('seams', seams),
     ('servers', servers_across_cells),
     ('index', index_scene.index),
+    ('compute-status', compute_status_scene.compute_status),
 )

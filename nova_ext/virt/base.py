@@ -30,7 +30,10 @@ class ServiceStatus:
     :ivar disabled: the service is administratively disabled.
     :ivar forced_down: an operator or monitor forced the service down.
     :ivar up: the servicegroup API considers the service alive (its last
-        heartbeat is within ``[DEFAULT]service_down_time``).
+        heartbeat is within ``[DEFAULT]service_down_time``); None when that
+        is not known yet (a watcher that has not yet confirmed a missed
+        heartbeat), in which case callbacks leave heartbeat traits as they
+        are.
     :ivar hypervisor_up: the virt driver reports its hypervisor reachable;
         None when the driver does not report it.
     """

@@ -126,6 +126,9 @@ class TestLoadSwitched(base.TestCase):
                           ['nope'])
 
     def test_available_does_not_import(self):
-        self.assertEqual(
-            ['test-broken', 'test-forbid-trait', 'test-not-a-filter'],
-            plugins.available('nova_ext.scheduler.request_filters'))
+        # test-broken fails on import; listing it must not import it.
+        names = plugins.available('nova_ext.scheduler.request_filters')
+        self.assertEqual(sorted(names), names)
+        self.assertLessEqual(
+            {'test-broken', 'test-forbid-trait', 'test-not-a-filter',
+             'compute-disabled', 'compute-down'}, set(names))

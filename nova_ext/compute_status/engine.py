@@ -1,0 +1,228 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Applies trait callbacks to placement through Nova's report client.
+
+Every write is a compare-and-set on the provider generation
+(``set_traits_for_provider`` with the generation just read), retried on a
+conflict with a fresh read, so concurrent writers (another watcher, the
+compute's resource tracker, an operator) never lose each other's changes.
+Only traits some enabled callback owns are ever removed.
+"""
+
+import collections
+
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from oslo_log import log as logging
+
+from nova_ext import exception
+from nova_ext import virt
+from nova_ext.virt import base
+
+LOG = logging.getLogger(__name__)
+
+COMPUTE_BINARY = 'nova-compute'
+#: Attempts of one provider's read-modify-write before giving up.
+CONFLICT_RETRIES = 4
+
+
+def status_of(service, up):
+    """The ``ServiceStatus`` of a ``nova.objects.Service``."""
+    return base.ServiceStatus(host=service.host,
+                              disabled=bool(service.disabled),
+                              forced_down=bool(service.forced_down),
+                              up=up)
+
+
+class TraitEngine(object):
+    """Owns the traits of the enabled callbacks on root compute providers.
+
+    :param callbacks: ``[(name, TraitCallback)]``.
+    :param reportclient: a ``SchedulerReportClient``; a private one by
+        default. Its provider-tree cache is the engine's own, never the
+        one of a compute's resource tracker.
+    """
+
+    def __init__(self, callbacks, reportclient=None):
+        self.callbacks = list(callbacks)
+        self.owned = frozenset().union(
+            *(cb.owned_traits for _, cb in self.callbacks))
+        self._client = reportclient
+        self.counts = collections.Counter()
+
+    @classmethod
+    def from_conf(cls, conf, reportclient=None):
+        """The engine of ``[nova_ext_compute_status]trait_callbacks``.
+
+        :raises NovaExtError: naming an unknown or broken callback.
+        """
+        return cls(virt.load_trait_callbacks(conf), reportclient)
+
+    @property
+    def client(self):
+        if self._client is None:
+            from nova.scheduler.client import report
+            self._client = report.SchedulerReportClient()
+        return self._client
+
+    def change_for(self, old, new):
+        """The merged ``TraitChange`` of every callback for one service."""
+        add, remove = set(), set()
+        for name, callback in self.callbacks:
+            change = callback.traits_for(old, new)
+            stray = (set(change.add) | set(change.remove)) - set(
+                callback.owned_traits)
+            if stray:
+                raise exception.NovaExtError(
+                    'nova_ext: trait callback %r returned traits it does not '
+                    'own: %s' % (name, ', '.join(sorted(stray))))
+            add |= change.add
+            remove |= change.remove
+        # One callback wanting a trait another drops: keeping it is the
+        # side that keeps a host out of scheduling.
+        return base.TraitChange(add=frozenset(add),
+                                remove=frozenset(remove - add))
+
+    def _prime_cache(self, rp_uuid, info):
+        # set_traits_for_provider compares with, and updates, the report
+        # client's provider-tree cache, which in this process holds nothing
+        # but what the engine puts there. Record what placement just said so
+        # the call neither skips a needed write nor fails on an unknown
+        # provider.
+        tree = self.client._provider_tree
+        if not tree.exists(rp_uuid):
+            tree.new_root(rp_uuid, rp_uuid, generation=info.generation)
+        tree.update_traits(rp_uuid, info.traits, generation=info.generation)
+
+    def apply(self, ctxt, rp_uuid, change):
+        """Apply ``change`` to one provider; return whether it was written.
+
+        :raises ResourceProviderUpdateConflict: after CONFLICT_RETRIES
+            generation conflicts in a row.
+        """
+        for attempt in range(1, CONFLICT_RETRIES + 1):
+            info = self.client.get_provider_traits(ctxt, rp_uuid)
+            wanted = (info.traits - change.remove) | change.add
+            if wanted == info.traits:
+                return False
+            self._prime_cache(rp_uuid, info)
+            try:
+                self.client.set_traits_for_provider(
+                    ctxt, rp_uuid, wanted, generation=info.generation)
+            except nova_exception.ResourceProviderUpdateConflict:
+                self.counts['conflicts'] += 1
+                if attempt == CONFLICT_RETRIES:
+                    raise
+                continue
+            self.counts['written'] += 1
+            LOG.info('nova_ext compute status: provider %s traits +%s -%s',
+                     rp_uuid, sorted(wanted - info.traits),
+                     sorted(info.traits - wanted))
+            return True
+
+    def providers_with(self, ctxt, trait):
+        """UUIDs of every provider that has ``trait`` in placement."""
+        resp = self.client.get('/resource_providers?required=%s' % trait,
+                               version='1.18',
+                               global_request_id=ctxt.global_id)
+        if resp.status_code == 400 and 'No such trait' in resp.text:
+            return set()
+        if resp.status_code != 200:
+            raise exception.NovaExtError(
+                'nova_ext: listing providers with trait %s failed: %s %s'
+                % (trait, resp.status_code, resp.text))
+        return {rp['uuid'] for rp in resp.json()['resource_providers']}
+
+    def root_providers(self, cctxt, host):
+        """Root compute-node provider UUIDs of a service's host.
+
+        A compute node's provider UUID is the node's UUID, and it is always
+        a root: nested providers (vGPUs, PCI devices) have UUIDs of their
+        own, so they are never touched.
+        """
+        try:
+            nodes = objects.ComputeNodeList.get_all_by_host(cctxt, host)
+        except nova_exception.ComputeHostNotFound:
+            return []
+        return sorted(node.uuid for node in nodes)
+
+    def sync_service(self, cctxt, service, up, old=None, providers=None):
+        """Make a service's root providers carry what the callbacks say.
+
+        :param cctxt: a context targeted at the service's cell.
+        :param up: heartbeat status (True, False or None for unknown).
+        :returns: how many providers were written.
+        """
+        change = self.change_for(old, status_of(service, up))
+        if providers is None:
+            providers = self.root_providers(cctxt, service.host)
+        written = 0
+        for rp_uuid in providers:
+            try:
+                written += self.apply(cctxt, rp_uuid, change)
+            except nova_exception.ResourceProviderTraitRetrievalFailed:
+                # Not in placement yet: its compute creates it, and its
+                # resource tracker already reports the disabled trait.
+                LOG.debug('Provider %s of host %s is not in placement',
+                          rp_uuid, service.host)
+        return written
+
+    def reconcile(self, heartbeat, ctxt=None):
+        """Make placement match every cell's services table.
+
+        :param heartbeat: callable ``(service) -> True/False/None``.
+        :returns: a Counter: services, providers, written, orphans.
+        """
+        ctxt = ctxt or nova_context.get_admin_context()
+        stats = collections.Counter()
+        desired = {}
+        for cell in objects.CellMappingList.get_all(ctxt):
+            if cell.is_cell0():
+                continue
+            with nova_context.target_cell(ctxt, cell) as cctxt:
+                services = objects.ServiceList.get_by_binary(
+                    cctxt, COMPUTE_BINARY, include_disabled=True)
+                nodes = collections.defaultdict(list)
+                for node in objects.ComputeNodeList.get_all(cctxt):
+                    nodes[node.host].append(node.uuid)
+            for service in services:
+                stats['services'] += 1
+                change = self.change_for(
+                    None, status_of(service, heartbeat(service)))
+                for rp_uuid in nodes.get(service.host, ()):
+                    desired[rp_uuid] = change
+        # One query per owned trait tells which providers carry it; only
+        # the providers whose traits must change are read and written.
+        has = {t: self.providers_with(ctxt, t) for t in self.owned}
+        for rp_uuid, change in desired.items():
+            stats['providers'] += 1
+            if (any(rp_uuid not in has[t] for t in change.add) or
+                    any(rp_uuid in has[t] for t in change.remove)):
+                try:
+                    stats['written'] += self.apply(ctxt, rp_uuid, change)
+                except nova_exception.ResourceProviderTraitRetrievalFailed:
+                    stats['missing'] += 1
+        # Providers with an owned custom trait but no compute service behind
+        # them any more (a deleted service, a node moved to another host).
+        # Standard traits such as COMPUTE_STATUS_DISABLED are Nova's too, and
+        # others may set them on providers nova_ext knows nothing about.
+        custom = frozenset(t for t in self.owned if t.startswith('CUSTOM_'))
+        orphans = set().union(*(has[t] for t in custom)) - set(desired)
+        for rp_uuid in sorted(orphans):
+            stats['orphans'] += 1
+            try:
+                stats['written'] += self.apply(
+                    ctxt, rp_uuid, base.TraitChange(remove=custom))
+            except nova_exception.ResourceProviderTraitRetrievalFailed:
+                pass
+        return stats

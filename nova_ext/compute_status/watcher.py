@@ -1,0 +1,93 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The compute status watcher: heartbeat loss and periodic reconcile.
+
+One sweep reads the nova-compute services of every cell and applies the
+trait callbacks to each one's root providers, with the heartbeat status of
+:class:`~nova_ext.compute_status.heartbeat.HeartbeatTracker`. It is
+level-triggered: it computes what placement must hold from the services
+table and writes only the differences, so the first sweep is the start-up
+reconcile and every later one repairs whatever a lost notification or a
+failed write left behind.
+
+Several watchers may run for availability without a leader: they compute
+the same target from the same database, each write is a compare-and-set on
+the provider generation, and none marks a compute down before seeing its
+heartbeat counter stand still for a full ``service_down_time``, so none
+undoes another's correct write.
+"""
+
+import threading
+
+from nova import servicegroup
+from oslo_log import log as logging
+
+from nova_ext.compute_status import engine as engine_mod
+from nova_ext.compute_status import heartbeat
+
+LOG = logging.getLogger(__name__)
+
+
+class Watcher(object):
+    """Sweeps every ``interval`` seconds until stopped.
+
+    :param engine: a ``TraitEngine``.
+    :param down_time: ``[DEFAULT]service_down_time``.
+    :param clock: for the heartbeat tracker (see HeartbeatTracker).
+    """
+
+    def __init__(self, engine, down_time, interval, clock=None,
+                 servicegroup_api=None):
+        self.engine = engine
+        self.interval = interval
+        self.tracker = heartbeat.HeartbeatTracker(
+            servicegroup_api or servicegroup.API(), down_time, clock=clock)
+        self._stop = threading.Event()
+        self._thread = None
+        self.sweeps = 0
+
+    @classmethod
+    def from_conf(cls, conf, **kwargs):
+        engine = engine_mod.TraitEngine.from_conf(conf)
+        return cls(engine, conf.service_down_time,
+                   conf.nova_ext_compute_status.watch_interval, **kwargs)
+
+    def sweep(self, ctxt=None):
+        """One pass over every compute service; returns its counts."""
+        stats = self.engine.reconcile(self.tracker, ctxt)
+        self.sweeps += 1
+        LOG.debug('nova_ext compute status sweep %d: %s', self.sweeps,
+                  dict(stats))
+        return stats
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.sweep()
+            except Exception:
+                # A database or placement outage must not end the watcher;
+                # the next sweep starts again from the services table.
+                LOG.exception('nova_ext compute status sweep failed')
+            self._stop.wait(self.interval)
+
+    def start(self):
+        LOG.info('nova_ext compute status watcher started; trait callbacks: '
+                 '%s; every %d s', [n for n, _ in self.engine.callbacks],
+                 self.interval)
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name='nova-ext-status-watcher')
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,284 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Compute status traits in Nova's multi-cell harness with real placement.
+
+Heartbeats are Nova's own database writes; time moves with oslo's time
+override, which both Nova's servicegroup API and the watcher read, so a
+stopped compute misses its heartbeats exactly as in production.
+"""
+
+import datetime
+
+from nova import context as nova_context
+from nova import objects
+from oslo_utils import timeutils
+
+from nova_ext.compute_status import engine
+from nova_ext.compute_status import watcher as watcher_mod
+from nova_ext.entry_points import scheduler as scheduler_ep
+from nova_ext import exception
+from nova_ext.notifications import dispatcher
+from nova_ext.tests.functional import base
+from nova_ext.tests.functional import fixtures as func_fixtures
+from nova_ext.virt import trait_callbacks
+
+DISABLED = trait_callbacks.COMPUTE_STATUS_DISABLED
+DOWN = trait_callbacks.COMPUTE_STATUS_DOWN
+CONF = func_fixtures.CONF
+
+CALLBACKS = {'trait_callbacks': ['compute-status']}
+
+
+class _ComputeStatusBase(base.NovaExtTestCase):
+    COMPUTES_PER_CELL = 3
+    NOVA_EXT_OPTIONS = {'nova_ext_compute_status': CALLBACKS}
+    #: The one compute left healthy when the others go down.
+    HEALTHY = 'compute2-3'
+
+    def setUp(self):
+        super().setUp()
+        self.t0 = timeutils.utcnow()
+        timeutils.set_time_override(self.t0)
+        self.addCleanup(timeutils.clear_time_override)
+        self.down_time = CONF.service_down_time
+
+    def _at(self, seconds):
+        timeutils.set_time_override(
+            self.t0 + datetime.timedelta(seconds=seconds))
+
+    def _service(self, host):
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.HostMapping.get_by_host(ctxt, host)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            return objects.Service.get_by_compute_host(cctxt, host)
+
+    def _heartbeat(self, *hosts):
+        # What nova.servicegroup.drivers.db._report_state writes.
+        for host in hosts or self._running():
+            service = self._service(host)
+            service.report_count += 1
+            service.save()
+
+    def _running(self):
+        return [h for h in sorted(self.computes) if h not in self.stopped]
+
+    def _stop(self, *hosts):
+        for host in hosts:
+            self.computes[host].stop()
+            self.stopped.add(host)
+
+    def _watcher(self):
+        return watcher_mod.Watcher(
+            engine.TraitEngine.from_conf(CONF), self.down_time, 3600)
+
+    def _traits(self, host):
+        return set(self._get_provider_traits(
+            self._get_provider_uuid_by_host(host)))
+
+    def _marked(self, trait):
+        return {h for h in self.computes if trait in self._traits(h)}
+
+    def _boot(self, name, **kwargs):
+        return self._create_server(name=name, networks='none',
+                                   api=self.admin_api, **kwargs)
+
+    def _all_but_healthy_down(self, watchers):
+        """Stop every compute but HEALTHY and let the watchers see it."""
+        # The watchers' windows start at their first look after the stop;
+        # a heartbeat written before it (Nova's timer runs in the harness)
+        # would restart them, as it should.
+        self._stop(*[h for h in self.computes if h != self.HEALTHY])
+        for w in watchers:
+            w.sweep()
+        self._at(self.down_time + 1)
+        self._heartbeat()
+        for w in watchers:
+            w.sweep()
+
+    def _setup_services(self):
+        self.stopped = set()
+        super()._setup_services()
+
+
+class TestStockNovaNoValidHost(_ComputeStatusBase):
+    """No nova_ext request filter: Nova's own behaviour."""
+
+    def test_down_computes_exhaust_max_placement_results(self):
+        self.flags(max_placement_results=2, group='scheduler')
+        # The watcher runs and marks them, but nothing forbids the trait.
+        self._all_but_healthy_down([self._watcher()])
+        self.assertEqual(set(self.computes) - {self.HEALTHY},
+                         self._marked(DOWN))
+        failed = self._boot('stock', expected_state='ERROR')
+        self.assertIn('No valid host', failed['fault']['message'])
+        # The cause is the limit: with room for every host, the
+        # ComputeFilter finds the healthy one.
+        self.flags(max_placement_results=10, group='scheduler')
+        server = self._boot('stock-unlimited')
+        self.assertEqual(self.HEALTHY, server['OS-EXT-SRV-ATTR:host'])
+
+
+class TestComputeDown(_ComputeStatusBase):
+    NOVA_EXT_OPTIONS = {
+        'nova_ext_compute_status': CALLBACKS,
+        'nova_ext_scheduler': {'request_filters': ['compute-disabled',
+                                                   'compute-down']},
+    }
+
+    def test_build_lands_on_the_healthy_host(self):
+        self.assertEqual(['compute-disabled', 'compute-down'],
+                         scheduler_ep.attached())
+        self.flags(max_placement_results=2, group='scheduler')
+        self._all_but_healthy_down([self._watcher()])
+        servers = [self._boot('ext-%d' % n) for n in range(2)]
+        self.assertEqual({self.HEALTHY},
+                         {s['OS-EXT-SRV-ATTR:host'] for s in servers})
+        # Nova's compute_status_filter is there: compute-disabled stood by.
+        self.assertIn('compute-disabled stands by', self.stdlog.logger.output)
+
+    def test_watcher_waits_for_service_down_time_and_recovery(self):
+        w = self._watcher()
+        self._stop('compute1-1')
+        w.sweep()
+        self._at(self.down_time - 1)
+        self._heartbeat()
+        w.sweep()
+        self.assertEqual(set(), self._marked(DOWN))
+        self._at(self.down_time + 1)
+        self._heartbeat()
+        w.sweep()
+        self.assertEqual({'compute1-1'}, self._marked(DOWN))
+        # It reports in again: the trait goes at the next sweep.
+        self._at(self.down_time + 20)
+        self._heartbeat('compute1-1')
+        w.sweep()
+        self.assertEqual(set(), self._marked(DOWN))
+
+    def test_two_watchers_converge_without_flapping(self):
+        a, b = self._watcher(), self._watcher()
+        self._stop('compute1-2')
+        a.sweep()
+        self._at(30)
+        self._heartbeat()
+        b.sweep()       # b starts watching half a window later than a
+        history = []
+        for t in (self.down_time + 1, self.down_time + 15,
+                  self.down_time + 31, self.down_time + 45):
+            self._at(t)
+            self._heartbeat()
+            for w in (a, b, b, a):
+                w.sweep()
+                history.append(self._marked(DOWN))
+        # Marked from a's confirmation on, never unmarked by b's
+        # not-yet-confirmed view, no healthy host ever marked.
+        self.assertEqual([{'compute1-2'}] * len(history), history)
+        self.assertEqual(1, a.engine.counts['written'] +
+                         b.engine.counts['written'])
+        self._at(self.down_time + 60)
+        self._heartbeat('compute1-2')
+        self._heartbeat()
+        for w in (b, a):
+            w.sweep()
+        self.assertEqual(set(), self._marked(DOWN))
+
+
+class TestServicesAPI(_ComputeStatusBase):
+    COMPUTES_PER_CELL = 1
+    HEALTHY = 'compute2-1'
+
+    def _service_id(self, host):
+        return self.admin_api.get_services(
+            binary='nova-compute', host=host)[0]['id']
+
+    def _drain(self):
+        self.assertTrue(dispatcher.get_dispatcher(CONF).drain(10))
+
+    def test_disable_enable_synchronous(self):
+        self.assertIn("consumers: ['compute-status']",
+                      self.stdlog.logger.output)
+        sid = self._service_id('compute1-1')
+        self.admin_api.put_service(sid, {'status': 'disabled'})
+        # No drain: the trait is there when the API call returns.
+        self.assertEqual({DISABLED}, {t for t in self._traits('compute1-1')
+                                      if t in (DISABLED, DOWN)})
+        self.assertNotIn(DISABLED, self._traits('compute2-1'))
+        self.admin_api.put_service(sid, {'status': 'enabled'})
+        self.assertNotIn(DISABLED, self._traits('compute1-1'))
+        self._drain()
+        self.assertNotIn(DISABLED, self._traits('compute1-1'))
+
+    def test_forced_down_and_back(self):
+        sid = self._service_id('compute1-1')
+        self.admin_api.put_service(sid, {'forced_down': True})
+        self._drain()
+        self.assertEqual({'compute1-1'}, self._marked(DOWN))
+        self.admin_api.put_service(sid, {'forced_down': False})
+        self._drain()
+        self.assertEqual(set(), self._marked(DOWN))
+
+    def test_disabled_while_down_gets_trait_on_reconcile(self):
+        w = self._watcher()
+        self._stop('compute1-1')
+        w.sweep()
+        self._at(self.down_time + 1)
+        self._heartbeat()
+        sid = self._service_id('compute1-1')
+        self.admin_api.put_service(sid, {'status': 'disabled'})
+        # Nova skips its RPC for a down compute.
+        self.assertIn('Compute service on host compute1-1 is down',
+                      self.stdlog.logger.output)
+        self._drain()
+        # The consumer applied it; strip it as a lost notification would
+        # have left it, and let the reconcile put it back.
+        rp = self._get_provider_uuid_by_host('compute1-1')
+        self._set_provider_traits(
+            rp, [t for t in self._traits('compute1-1') if t != DISABLED])
+        w.sweep()
+        self.assertIn(DISABLED, self._traits('compute1-1'))
+        self.assertIn(DOWN, self._traits('compute1-1'))
+
+    def test_only_root_providers_and_foreign_traits_kept(self):
+        root = self._get_provider_uuid_by_host('compute1-1')
+        child = self.placement.post(
+            '/resource_providers',
+            {'name': 'compute1-1-child', 'parent_provider_uuid': root},
+            version='1.20').body['uuid']
+        self.placement.put('/traits/CUSTOM_OPERATOR', None, version='1.6')
+        self._set_provider_traits(
+            root, list(self._traits('compute1-1')) + ['CUSTOM_OPERATOR'])
+        self.admin_api.put_service(self._service_id('compute1-1'),
+                                   {'status': 'disabled',
+                                    'forced_down': True})
+        self._drain()
+        self._watcher().sweep()
+        self.assertLessEqual({DISABLED, DOWN, 'CUSTOM_OPERATOR'},
+                             self._traits('compute1-1'))
+        self.assertEqual([], self._get_provider_traits(child))
+        self.admin_api.put_service(self._service_id('compute1-1'),
+                                   {'status': 'enabled',
+                                    'forced_down': False})
+        self._drain()
+        traits = self._traits('compute1-1')
+        self.assertNotIn(DOWN, traits)
+        self.assertNotIn(DISABLED, traits)
+        self.assertIn('CUSTOM_OPERATOR', traits)
+
+    def test_unknown_plugins_fail_at_start(self):
+        self.flags(trait_callbacks=['compute-status', 'no-such-callback'],
+                   group='nova_ext_compute_status')
+        e = self.assertRaises(exception.PluginNotFound, self._watcher)
+        self.assertIn("'no-such-callback'", str(e))
+        self.flags(request_filters=['compute-down', 'no-such-filter'],
+                   group='nova_ext_scheduler')
+        e = self.assertRaises(exception.PluginNotFound, scheduler_ep.attach)
+        self.assertIn("'no-such-filter'", str(e))
+        self.assertIn('nova_ext.scheduler.request_filters', str(e))
