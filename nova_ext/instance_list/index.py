@@ -115,27 +115,41 @@ def _restore_ids(instances):
     return cells
 
 
+def _services(cctxt, hosts_by_uuid):
+    manager = main_db_api.get_context_manager(cctxt)
+    with manager.reader.using(cctxt) as session:
+        return session.query(models.Service).filter(
+            models.Service.host.in_(sorted(hosts_by_uuid[cctxt.cell_uuid])),
+            models.Service.binary == 'nova-compute').all()
+
+
 def services_by_host(ctx, hosts_by_cell):
     """The nova-compute services of some hosts, read from their cells now.
+
+    One query per cell, the cells in parallel as Nova reads them, so that
+    the wait does not grow with the number of cells on the page.
 
     :param hosts_by_cell: ``{cell mapping id: set of host names}``.
     :returns: ``{(cell mapping id, host): [Service db rows]}``, as Nova's
         ``services`` join would give them.
+    :raises Unservable: a cell did not answer; its host_status is unknown.
     """
     by_host = collections.defaultdict(list)
     if not hosts_by_cell:
         return by_host
     nova_context.load_cells()
-    cells = {cell.id: cell for cell in nova_context.CELLS}
-    for cell_id, cell_hosts in sorted(hosts_by_cell.items()):
-        with nova_context.target_cell(ctx, cells[cell_id]) as cctxt:
-            manager = main_db_api.get_context_manager(cctxt)
-            with manager.reader.using(cctxt) as session:
-                query = session.query(models.Service).filter(
-                    models.Service.host.in_(sorted(cell_hosts)),
-                    models.Service.binary == 'nova-compute')
-                for service in query:
-                    by_host[(cell_id, service.host)].append(service)
+    cells = [cell for cell in nova_context.CELLS if cell.id in hosts_by_cell]
+    id_of = {cell.uuid: cell.id for cell in cells}
+    results = nova_context.scatter_gather_cells(
+        ctx, cells, nova_context.CELL_TIMEOUT, _services,
+        {cell.uuid: hosts_by_cell[cell.id] for cell in cells})
+    for cell_uuid, result in sorted(results.items()):
+        if (result is nova_context.did_not_respond_sentinel or
+                isinstance(result, Exception)):
+            raise base.Unservable('cell %s did not give the services of '
+                                  'its hosts: %s' % (cell_uuid, result))
+        for service in result:
+            by_host[(id_of[cell_uuid], service.host)].append(service)
     return by_host
 
 
