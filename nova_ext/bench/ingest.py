@@ -15,20 +15,23 @@ One cloud is booted, given servers cloned in its cell databases (see
 data.py), and the instance index (an SQLite file, its default) is synced.
 A *change* is then what Nova does to an instance and tells the index about:
 the instance's row is updated in its cell database (``updated_at`` and its
-description), then an ``instance.update`` notification reaches the index's
-in-process consumer, which marks the instance pending
-(``nova_ext.index.pending.mark``); the index worker re-reads marked
-instances from their cells and writes them to the index
-(``nova_ext.index.refresh.process_pending``). Measured:
+description), then an ``instance.update`` notification is handed to
+nova_ext's notification dispatcher, as Nova's emitting threads do, which
+delivers it to the index's in-process consumer; its marker marks the
+instance pending (``nova_ext.index.pending.mark``), in batches; the index
+worker re-reads marked instances from their cells and writes them to the
+index (``nova_ext.index.refresh.process_pending``). Measured:
 
 * throughput, each step alone on one thread: marking (one committed
-  transaction per notification, as the consumer and nova-ext-indexer do),
-  and applying (``process_pending`` batches); then both together through
-  ``IndexConsumer`` and its ``Worker``, notifications per wall second and
-  per CPU second of the process (per core);
+  transaction per notification, then batches of
+  ``[nova_ext_index]notification_batch_size`` as the consumer and
+  nova-ext-indexer commit them), and applying (``process_pending``
+  batches); then all of it through the dispatcher, ``IndexConsumer`` and
+  its ``Worker``, notifications per wall second and per CPU second of the
+  process (per core);
 * freshness: changes made at a steady offered rate while the worker runs;
-  for each, the time from its mark to the commit of an index transaction
-  holding it (from then on every reader of the index sees it).
+  for each, the time from its notification to the commit of an index
+  transaction holding it (from then on every reader of the index sees it).
 
 The bench checks that every change did reach the index; one that did not is
 reported loudly and makes the exit code 1. Timings never fail it.
@@ -62,6 +65,7 @@ from nova_ext.index import refresh
 from nova_ext.index import sync
 from nova_ext.index import writer
 from nova_ext.notifications import base as notifications_base
+from nova_ext.notifications import dispatcher
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
 CONF = cfg.CONF
@@ -87,8 +91,12 @@ def run(args):
     print('\n== %d cells x %d servers: index ingestion ==' % (
         args.cells, args.per_cell))
     started = time.monotonic()
+    # The consumer is enabled as an operator enables it; notifications are
+    # handed to the process's dispatcher directly (no Nova service emits).
     errors = cloud.run(functools.partial(_measure, args, out),
-                       cells=args.cells, seams=())
+                       cells=args.cells, seams=(),
+                       options={'nova_ext_notifications':
+                                {'consumers': ['index']}})
     out['cloud_seconds'] = round(time.monotonic() - started, 1)
     out['peak_rss_mib'] = resource.getrusage(
         resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -199,6 +207,10 @@ def _measure(args, out, the_cloud):
     the_cloud.stub_out('nova_ext.index.refresh.process_pending',
                        failures.counting(refresh.process_pending))
     out['batch_size'] = CONF.nova_ext_index.batch_size
+    out['notification_batch_size'] = (
+        CONF.nova_ext_index.notification_batch_size)
+    out['notification_batch_timeout'] = (
+        CONF.nova_ext_index.notification_batch_timeout)
     out['lost'] = {}
     changes = min(args.changes, len(cells.pool))
     tag = iter(range(1, 1 << 30))
@@ -217,7 +229,11 @@ def _measure(args, out, the_cloud):
 
     progress.step('%d rounds of %d notifications through IndexConsumer and '
                   'its worker' % (args.rounds, changes))
-    consumer = _Consumer(index_consumer.IndexConsumer(CONF), failures)
+    consumer = _Feed(failures)
+    the_cloud.addCleanup(dispatcher.reset)
+    the_cloud.stub_out('nova_ext.index.consumer.IndexConsumer.consume',
+                       consumer.consuming(
+                           index_consumer.IndexConsumer.consume))
     rounds = []
     for n in range(args.rounds):
         uuids = cells.pool[:changes] if n % 2 == 0 else cells.pool[-changes:]
@@ -238,6 +254,8 @@ def _measure(args, out, the_cloud):
         progress.done()
     out['lost'] = {k: v for k, v in out['lost'].items() if v}
     out['failures'] = failures.summary()
+    # Mark transactions that failed; their changes were kept and retried.
+    out['mark_retries'] = index_consumer.get_marker(CONF).failures
 
 
 class _Failures(object):
@@ -272,25 +290,45 @@ class _Failures(object):
                     for key, count in sorted(self.counts.items())}
 
 
-class _Consumer(object):
-    """The index's consumer, as nova_ext's notification dispatcher calls it.
+class _Feed(object):
+    """Hands notifications to the index's consumer as Nova's threads do.
 
-    The dispatcher logs and counts an exception of a consumer and goes on
-    with the next notification: the change it reported is not recorded.
-    The bench does the same, and counts it.
+    Through the process's nova_ext dispatcher, which delivers them to
+    ``IndexConsumer`` on its own thread; a notification is *recorded* once
+    the consumer has taken it without raising (the dispatcher logs and
+    counts an exception of a consumer and goes on: the change it reported
+    is not recorded, and the bench counts it).
     """
 
-    def __init__(self, consumer, failures):
-        self.consumer = consumer
+    def __init__(self, failures):
+        self.dispatcher = dispatcher.get_dispatcher(CONF)
         self.failures = failures
+        self._lock = threading.Lock()
+        self._taken = set()
+
+    def consuming(self, consume):
+        """``IndexConsumer.consume`` that records what it took."""
+        def wrapper(consumer, notification):
+            try:
+                consume(consumer, notification)
+            except Exception as e:
+                self.failures.add('notification not recorded (the consumer '
+                                  'raised)', e)
+                raise
+            with self._lock:
+                self._taken.add(notification.message_id)
+        return wrapper
 
     def consume(self, notification):
-        try:
-            self.consumer.consume(notification)
-            return True
-        except Exception as e:
-            self.failures.add('notification not recorded (mark failed)', e)
-            return False
+        """Hand ``notification`` over; returns its message id."""
+        self.dispatcher.submit(notification)
+        return notification.message_id
+
+    def recorded(self, message_ids):
+        """Which of ``message_ids`` the consumer took, once it has them."""
+        self.dispatcher.drain(CATCH_UP_TIMEOUT)
+        with self._lock:
+            return [m in self._taken for m in message_ids]
 
 
 def _missing(commits, expected):
@@ -317,7 +355,17 @@ def _mark_then_apply(ctx, engine, cells, commits, uuids, tag):
     when = timeutils.utcnow()
     cells.change(uuids, when, 'bench change %d' % tag)
     gc.collect()
-    # One transaction per notification, as the consumer marks them.
+    # In batches, as the consumer and nova-ext-indexer mark them; applied
+    # (untimed) before the marks are timed one transaction each.
+    size = CONF.nova_ext_index.notification_batch_size
+    wall, cpu = time.perf_counter(), time.thread_time()
+    for start in range(0, len(uuids), size):
+        pending.mark(engine, [(u, time.time())
+                              for u in uuids[start:start + size]])
+    batched = (time.perf_counter() - wall, time.thread_time() - cpu)
+    while refresh.process_pending(ctx, CONF):
+        pass
+    # One transaction per notification.
     wall, cpu = time.perf_counter(), time.thread_time()
     for instance_uuid in uuids:
         pending.mark(engine, [(instance_uuid, time.time())])
@@ -328,6 +376,7 @@ def _mark_then_apply(ctx, engine, cells, commits, uuids, tag):
     applied = (time.perf_counter() - wall, time.thread_time() - cpu)
     lost = _catch_up(engine, commits, [(u, when) for u in uuids])
     return {'mark_wall': marked[0], 'mark_cpu': marked[1],
+            'batched_mark_wall': batched[0], 'batched_mark_cpu': batched[1],
             'apply_wall': applied[0], 'apply_cpu': applied[1], 'lost': lost}
 
 
@@ -342,17 +391,20 @@ def _end_to_end(engine, cells, commits, consumer, uuids, tag):
     consumer.failures.phase = 'throughput'
     gc.collect()
     wall, cpu = time.perf_counter(), _process_cpu()
-    recorded = [u for u in uuids
-                if consumer.consume(_notification(u, when))]
+    sent = [consumer.consume(_notification(u, when)) for u in uuids]
     consumed = time.perf_counter() - wall
-    expected = [(u, when) for u in recorded]
-    while expected and (_missing(commits, expected[-1:]) or
-                        pending.count(engine)):
+    # The dispatcher delivers in order and the marker commits in order:
+    # once the last change is in the index, every change before it is
+    # marked, and what is pending is all that is left to apply.
+    expected = [(u, when) for u in uuids]
+    while (_missing(commits, expected[-1:]) or pending.count(engine)):
         if time.perf_counter() - wall > CATCH_UP_TIMEOUT:
             break
         time.sleep(0.005)
     took, used = time.perf_counter() - wall, _process_cpu() - cpu
-    _catch_up(engine, commits, expected)
+    recorded = [u for u, taken in zip(uuids, consumer.recorded(sent))
+                if taken]
+    _catch_up(engine, commits, [(u, when) for u in recorded])
     lost = len(_missing(commits, [(u, when) for u in uuids]))
     return {'consume_wall': consumed, 'wall': took, 'cpu': used,
             'lost': lost, 'not_recorded': len(uuids) - len(recorded)}
@@ -379,7 +431,7 @@ def _summarise_rounds(rounds, changes):
 def _freshness(engine, cells, commits, consumer, rate, duration, tag):
     """Changes at ``rate`` per second for ``duration`` s; mark-to-visible."""
     total = max(1, int(rate * duration))
-    made, recorded = [], []
+    made, sent = [], []
     consumer.failures.phase = 'freshness at %d/s' % rate
     gc.collect()
     started = time.monotonic()
@@ -392,10 +444,11 @@ def _freshness(engine, cells, commits, consumer, rate, duration, tag):
         when = timeutils.utcnow()
         cells.change([instance_uuid], when, 'bench change %d.%d' % (tag, k))
         marked = time.time()
-        if consumer.consume(_notification(instance_uuid, when)):
-            recorded.append((instance_uuid, when))
+        sent.append(consumer.consume(_notification(instance_uuid, when)))
         made.append((instance_uuid, when, marked))
     fed = time.monotonic() - started
+    taken = consumer.recorded(sent)
+    recorded = [(u, w) for (u, w, _m), ok in zip(made, taken) if ok]
     _catch_up(engine, commits, recorded)
     latencies, of_recorded = [], []
     recorded = set(recorded)
@@ -459,7 +512,9 @@ def _show(results):
     for key in ('nova', 'python', 'cpus', 'cells', 'per_cell',
                 'index_database'):
         print('%s: %s' % (key.replace('_', ' '), env[key]))
-    print('index batch size: %d' % out['batch_size'])
+    print('index batch size: %d; notification batches: %d, or %.3f s'
+          % (out['batch_size'], out['notification_batch_size'],
+             out['notification_batch_timeout']))
     sep, e2e = out['separate'], out['end_to_end']
     print('\nthroughput, median of %d rounds of %d changes to distinct '
           'servers:' % (sep['rounds'], sep['changes']))
@@ -467,6 +522,10 @@ def _show(results):
         ('mark alone (one transaction per notification)',
          sep['rates']['mark']['per_second'],
          sep['rates']['mark']['per_cpu_second']),
+        ('mark alone (one transaction per %d)'
+         % out['notification_batch_size'],
+         sep['rates']['batched_mark']['per_second'],
+         sep['rates']['batched_mark']['per_cpu_second']),
         ('apply alone (process_pending batches)',
          sep['rates']['apply']['per_second'],
          sep['rates']['apply']['per_cpu_second']),
@@ -480,9 +539,12 @@ def _show(results):
     dropped = sum(r['not_recorded'] for r in e2e['samples'])
     if dropped:
         print('!!! through IndexConsumer, %d of %d notifications were not '
-              'recorded (the mark failed); see the exceptions below'
+              'recorded (dropped by the dispatcher, or the consumer raised); '
+              'see the exceptions below'
               % (dropped, e2e['changes'] * e2e['rounds']))
-    print('\nfreshness, mark to committed in the index:')
+    print('mark transactions that failed and were retried: %d'
+          % out['mark_retries'])
+    print('\nfreshness, notification to committed in the index:')
     rows = []
     for rate, f in sorted(out['freshness'].items()):
         for label, stats in (('all', f), ('recorded', f['recorded'])):
@@ -497,7 +559,7 @@ def _show(results):
                   'of changes', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms',
                   'within %.0f s' % VISIBLE_WITHIN), rows, sys.stdout)
     print('(all: every change made; recorded: only those whose '
-          'notification the consumer recorded)')
+          'notification the consumer took)')
     print()
     for t in results['targets']:
         print('target: %s: %.2f, %s' % (t['target'], t['measured'],

@@ -98,6 +98,35 @@ index in one transaction, for ``nova-ext-manage index sync``, reconciliation
 and notification batches.
 """),
     cfg.IntOpt(
+        'notification_batch_size',
+        default=100,
+        min=1,
+        help="""
+How many instance changes reported by notifications are recorded in the
+index's pending table in one transaction.
+
+``nova-ext-indexer`` takes up to this many messages from the bus at once,
+records them in one transaction and only then acknowledges them (or
+requeues them all if the transaction fails). The in-process consumer
+(``[nova_ext_notifications]consumers = index``) buffers changes and
+records them in one transaction once this many instances are buffered,
+``notification_batch_timeout`` after the oldest change, or as soon as no
+other notification is queued for it, whichever comes first.
+"""),
+    cfg.FloatOpt(
+        'notification_batch_timeout',
+        default=0.05,
+        min=0.001,
+        help="""
+Seconds a notification may wait for others to share its transaction (see
+``notification_batch_size``).
+
+For ``nova-ext-indexer``, the longest a message waits for a batch to fill
+up; for the in-process consumer, the longest a change waits while others
+keep coming. Larger values record more changes per transaction (less CPU
+per change), smaller ones make the index fresher.
+"""),
+    cfg.IntOpt(
         'reconcile_interval',
         default=600,
         min=0,

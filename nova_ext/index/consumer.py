@@ -13,14 +13,20 @@
 
 Enabled by listing ``index`` in ``[nova_ext_notifications]consumers`` of a
 Nova process whose ``[oslo_messaging_notifications]driver`` includes
-``nova_ext``. It records each instance change in the index's pending table
-and wakes the index worker of this process. The in-process driver has no
-acknowledgement to give and can drop notifications under overload (it
-counts them); deployments that must not rely on that run
-``nova-ext-indexer`` on the message bus, and the reconcile pass of either.
+``nova_ext``. It hands each instance change to this process's
+:class:`Marker`, which records changes in the index's pending table in
+batches and wakes the index worker. A mark that fails is kept and retried,
+never dropped; but the in-process driver has no acknowledgement to give,
+and can drop notifications under overload (it counts them), and what is
+buffered in memory dies with the process. Deployments that must not rely
+on that run ``nova-ext-indexer`` on the message bus, and the reconcile pass
+of either.
 """
 
 import threading
+import time
+
+from oslo_log import log as logging
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
@@ -28,28 +34,213 @@ from nova_ext.index import events
 from nova_ext.index import pending
 from nova_ext.index import worker
 from nova_ext.notifications import base
+from nova_ext.notifications import dispatcher
+
+LOG = logging.getLogger(__name__)
 
 CONF = ext_conf.CONF
 
+#: Longest a consumer waits for its change to be committed (see consume()).
+COMMIT_WAIT = 5.0
+#: Seconds between two attempts to record changes, doubling up to the max.
+BACKOFF, MAX_BACKOFF = 0.05, 5.0
+
 _LOCK = threading.Lock()
 _WORKER = None
+_MARKER = None
 
 
 def get_worker(conf):
     """This process's index worker, started on first use."""
     global _WORKER
     with _LOCK:
-        if _WORKER is None:
+        # A forked child (uwsgi, oslo.service) inherits the object but not
+        # its thread: start one of its own.
+        if _WORKER is None or not _WORKER.alive:
             _WORKER = worker.Worker(conf)
         return _WORKER
 
 
-def reset():
-    global _WORKER
+def get_marker(conf):
+    """This process's :class:`Marker`, started on first use."""
+    global _MARKER
     with _LOCK:
-        if _WORKER is not None:
-            _WORKER.stop()
-        _WORKER = None
+        # As get_worker(); what the parent had buffered is its own to
+        # record.
+        if _MARKER is None or not _MARKER.alive:
+            _MARKER = Marker(conf, wake=lambda: get_worker(conf).wake())
+        return _MARKER
+
+
+def reset():
+    """Record what is buffered, then stop the marker and the worker."""
+    global _WORKER, _MARKER
+    with _LOCK:
+        marker, _MARKER = _MARKER, None
+    if marker is not None:
+        # Its last commit still wakes the worker, which must not be
+        # started again for it.
+        marker.stop()
+    with _LOCK:
+        running, _WORKER = _WORKER, None
+    if running is not None:
+        running.stop()
+
+
+class Marker(object):
+    """Records instance changes in the pending table, in batches.
+
+    :meth:`add` buffers a change and returns at once. One thread commits
+    the buffer in one transaction when it holds ``size`` instances,
+    ``delay`` seconds after its oldest change, or as soon as someone waits
+    for it (:meth:`wait`, :meth:`flush`), whichever comes first; the
+    changes of one instance are coalesced into one mark. If the transaction
+    fails, its changes go back into the buffer and are retried, with those
+    that came meanwhile, after a backoff that doubles up to
+    :data:`MAX_BACKOFF` seconds. The buffer holds at most one entry per
+    instance, however long the index stays unwritable.
+    """
+
+    def __init__(self, conf, wake=None, size=None, delay=None):
+        self.conf = conf
+        self.size = size or conf.nova_ext_index.notification_batch_size
+        self.delay = (conf.nova_ext_index.notification_batch_timeout
+                      if delay is None else delay)
+        self.wake = wake
+        #: Changes committed, and transactions that failed.
+        self.marked = self.failures = 0
+        self._cond = threading.Condition()
+        self._buffer, self._oldest = {}, None
+        # Tickets: the changes added so far, and how many of the first of
+        # them are committed.
+        self._added = self._committed = 0
+        self._urgent = self._failing = self._stop = False
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name='nova-ext-index-marker')
+        self._thread.start()
+
+    def add(self, uuid, when):
+        """Buffer a change; returns a ticket for :meth:`wait`."""
+        with self._cond:
+            pending.coalesce([(uuid, when)], into=self._buffer)
+            self._added += 1
+            if self._oldest is None:
+                self._oldest = time.monotonic()
+                self._cond.notify_all()
+            elif len(self._buffer) >= self.size:
+                self._cond.notify_all()
+            return self._added
+
+    def wait(self, ticket, timeout=None):
+        """Commit now, and wait until the change of ``ticket`` is committed.
+
+        Returns whether it is: False at once while changes cannot be
+        recorded (they are kept and retried), and after ``timeout`` s.
+        """
+        with self._cond:
+            self._urge(ticket)
+            self._cond.wait_for(
+                lambda: self._committed >= ticket or self._failing, timeout)
+            return self._committed >= ticket
+
+    def flush(self, timeout=None):
+        """Commit now everything added so far; True once it is."""
+        with self._cond:
+            ticket = self._added
+            self._urge(ticket)
+            return self._cond.wait_for(lambda: self._committed >= ticket,
+                                       timeout)
+
+    def _urge(self, ticket):
+        if self._committed < ticket:
+            self._urgent = True
+            self._cond.notify_all()
+
+    @property
+    def buffered(self):
+        with self._cond:
+            return len(self._buffer)
+
+    @property
+    def alive(self):
+        return self._thread.is_alive()
+
+    def stop(self, timeout=10):
+        """Commit what is buffered (one attempt), then stop."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    def _take(self):
+        """Wait for a batch; ``(changes, ticket, oldest)``, or None: stop."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._buffer or self._stop)
+            if not self._buffer:
+                return None
+            # Let the changes that follow join this transaction.
+            self._cond.wait_for(
+                lambda: (self._stop or self._urgent or
+                         len(self._buffer) >= self.size),
+                self._oldest + self.delay - time.monotonic())
+            batch = (self._buffer, self._added, self._oldest)
+            self._buffer, self._oldest, self._urgent = {}, None, False
+            return batch
+
+    def _run(self):
+        backoff = BACKOFF
+        while True:
+            batch = self._take()
+            if batch is None:
+                return
+            changes, ticket, oldest = batch
+            try:
+                pending.mark(db.get_engine(self.conf), changes)
+            except Exception as e:
+                backoff = self._failed(changes, oldest, e, backoff)
+                if backoff is None:
+                    return
+                continue
+            backoff = BACKOFF
+            with self._cond:
+                if self._failing:
+                    LOG.info('nova_ext index records changes again')
+                self._failing = False
+                self._committed = ticket
+                self.marked += len(changes)
+                self._cond.notify_all()
+            if self.wake is not None:
+                self.wake()
+
+    def _failed(self, changes, oldest, error, backoff):
+        """Put ``changes`` back; the next backoff, or None: stopping."""
+        with self._cond:
+            self.failures += 1
+            for uuid, (first, last) in changes.items():
+                pending.coalesce([(uuid, first), (uuid, last)],
+                                 into=self._buffer)
+            self._oldest = min(oldest, self._oldest or oldest)
+            if self._stop:
+                LOG.error('nova_ext index: stopping with the changes of %d '
+                          'instances not recorded (%s: %s); the reconcile '
+                          'pass finds them', len(self._buffer),
+                          type(error).__name__, error)
+                return None
+            if not self._failing:
+                LOG.warning('nova_ext index cannot record changes (%s: %s); '
+                            'keeping them and retrying', type(error).__name__,
+                            error)
+            self._failing = True
+            self._cond.notify_all()
+            # Woken early only to stop (one last attempt).
+            self._cond.wait_for(lambda: self._stop, backoff)
+        return min(backoff * 2, MAX_BACKOFF)
+
+
+def _more_queued(conf):
+    """Whether the dispatcher holds notifications behind this one."""
+    counts = dispatcher.get_dispatcher(conf).counts
+    return counts['queued'] - counts['dispatched'] > 1
 
 
 class IndexConsumer(base.Consumer):
@@ -64,5 +255,12 @@ class IndexConsumer(base.Consumer):
                                notification.payload, notification.timestamp)
         if change is None:
             return
-        pending.mark(db.get_engine(self.conf), [change])
-        get_worker(self.conf).wake()
+        marker = get_marker(self.conf)
+        ticket = marker.add(*change)
+        # With notifications queued behind this one, go on: they join the
+        # batch. With none, commit now (what came meanwhile joins) and wait
+        # for it: an idle process has recorded every change it was told of
+        # (the dispatcher's drain(), for tests and orderly shutdown), and a
+        # change waits for a batch only while others come.
+        if not _more_queued(self.conf):
+            marker.wait(ticket, COMMIT_WAIT)

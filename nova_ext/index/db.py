@@ -16,17 +16,27 @@ database connection is the index instead of a cell. Nova's query code then
 runs unchanged over the rows of every cell at once.
 """
 
+import contextlib
 import math
 import os
 import threading
 
 from nova import context as nova_context
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 #: The cell uuid a context targeted at the index carries. It is no cell's
 #: uuid, so nothing can mistake the index for a cell.
 INDEX_CELL_UUID = '00000000-0000-0000-0000-00000000e1de'
+
+#: The execution option of the connections of :func:`begin_write`.
+WRITE = 'nova_ext_index_write'
+
+#: SQLite's extended result code for a write refused because the
+#: transaction's snapshot is stale.
+SQLITE_BUSY_SNAPSHOT = 517
 
 _LOCK = threading.Lock()
 _MANAGERS = {}
@@ -47,6 +57,83 @@ def _sqlite_pragmas(dbapi_connection, connection_record):
     cursor.execute('PRAGMA busy_timeout = 10000')
     cursor.execute('PRAGMA journal_mode = WAL')
     cursor.close()
+
+
+def _sqlite_begin(conn, cursor, statement, parameters, context, many):
+    # oslo.db begins SQLite transactions itself, deferred: a transaction
+    # that reads first takes a snapshot, and its first write then fails at
+    # once (SQLITE_BUSY_SNAPSHOT, whatever busy_timeout says) if another
+    # connection has committed meanwhile. The index's writers take the
+    # write lock at BEGIN instead, waiting for it (busy_timeout) like any
+    # other lock. Readers (nova-api) still begin deferred, and are never
+    # serialized behind a writer. (The BEGIN is oslo.db's, rewritten here:
+    # SQLAlchemy runs engine "begin" listeners in the order they were
+    # registered, and oslo.db's comes first.)
+    if statement == 'BEGIN' and conn.get_execution_options().get(WRITE):
+        statement = 'BEGIN IMMEDIATE'
+    return statement, parameters
+
+
+@contextlib.contextmanager
+def begin_write(engine):
+    """``with begin_write(engine) as conn``: a transaction that writes.
+
+    Committed on exit, rolled back on an exception, like ``engine.begin()``;
+    on SQLite it holds the database's write lock from its first statement,
+    so that nothing another connection commits can invalidate what it read.
+    """
+    with engine.connect() as conn:
+        conn.execution_options(**{WRITE: True})
+        with conn.begin():
+            yield conn
+
+
+def stale_snapshot(error):
+    """Whether SQLite refused a write for another connection's commit.
+
+    Only a transaction not begun by :func:`begin_write` can meet this: it
+    read, another connection committed (any write, to any table), and its
+    write then fails at once with SQLITE_BUSY_SNAPSHOT ("database is
+    locked"), which oslo.db raises as it is. Run again, it sees the commit.
+    """
+    return (isinstance(error, sa_exc.OperationalError) and
+            getattr(error.orig, 'sqlite_errorcode', None) ==
+            SQLITE_BUSY_SNAPSHOT)
+
+
+def lost_race(error):
+    """Whether another writer got in first: run the transaction again.
+
+    The index's engines are oslo.db's, whose filters raise a duplicate key
+    as DBDuplicateEntry and a deadlock (MySQL, PostgreSQL) as DBDeadlock; a
+    plain SQLAlchemy engine raises IntegrityError; SQLite refuses a write
+    after another commit (:func:`stale_snapshot`).
+    """
+    return (isinstance(error, (db_exc.DBDuplicateEntry, db_exc.DBDeadlock,
+                               sa_exc.IntegrityError)) or
+            stale_snapshot(error))
+
+
+def _setup_sqlite(engine):
+    sa.event.listen(engine, 'before_cursor_execute', _sqlite_begin,
+                    retval=True)
+    if engine.url.database in (None, '', ':memory:'):
+        return
+    sa.event.listen(engine, 'connect', _sqlite_pragmas)
+    # oslo.db gives SQLite files a NullPool: every transaction would open
+    # the file, parse the schema, set the pragmas, and on closing the last
+    # connection checkpoint and delete the WAL, several times the cost of a
+    # batch of marks. Keep connections instead, as SQLAlchemy does for
+    # SQLite files; never make a checkout wait (max_overflow -1), as
+    # NullPool never did. The new pool keeps the engine's listeners
+    # (_dispatch), as Pool.recreate() does, and starts empty: each of its
+    # connections gets the pragmas. oslo.db's process guard still drops a
+    # connection that a forked child inherited.
+    old = engine.pool
+    engine.pool = sa.pool.QueuePool(
+        old._creator, pool_size=5, max_overflow=-1, recycle=old._recycle,
+        reset_on_return=old._reset_on_return, pre_ping=old._pre_ping,
+        _dispatch=old.dispatch, dialect=old._dialect)
 
 
 def _connect_timeout(url, timeout):
@@ -70,12 +157,8 @@ def get_context_manager(conf):
                               connection_parameters=_connect_timeout(
                                   url, conf.nova_ext_index.query_timeout))
             engine = manager.writer.get_engine()
-            if (engine.dialect.name == 'sqlite' and
-                    engine.url.database not in (None, '', ':memory:')):
-                sa.event.listen(engine, 'connect', _sqlite_pragmas)
-                # oslo.db opened a connection to test the URL; drop it so
-                # every connection in use has the pragmas.
-                engine.dispose()
+            if engine.dialect.name == 'sqlite':
+                _setup_sqlite(engine)
             _MANAGERS[url] = manager
         return manager
 

@@ -13,12 +13,17 @@
 
 It listens to Nova's versioned notifications with a pool of its own, so it
 gets its own queue on each topic and takes nothing from other consumers,
-and several indexers (for availability) share that queue. A notification
-is acknowledged only after the change it reports is committed to the
-index's pending table; if that fails, the message is requeued and comes
+and several indexers (for availability) share that queue. Notifications
+come in batches (``[nova_ext_index]notification_batch_size`` and
+``notification_batch_timeout``); the changes of a batch are committed to
+the index's pending table in one transaction, and only then are its
+messages acknowledged; if that fails, the whole batch is requeued and comes
 back. The worker then applies pending changes from the cells, and the
 reconciler periodically heals what no notification reported.
 """
+
+import threading
+import time
 
 from oslo_log import log as logging
 import oslo_messaging
@@ -33,9 +38,14 @@ LOG = logging.getLogger(__name__)
 
 POOL = 'nova-ext-indexer'
 
+#: Seconds a failed batch is held before it is requeued, doubling up to
+#: the max: a requeued message comes straight back, and would otherwise
+#: spin on an unwritable index.
+BACKOFF, MAX_BACKOFF = 0.1, 2.0
+
 
 class Endpoint(object):
-    """Marks instance changes; requeues what it could not record."""
+    """Marks the instance changes of a batch; requeues what it could not."""
 
     filter_rule = oslo_messaging.NotificationFilter(
         event_type=r'^instance\.')
@@ -45,36 +55,47 @@ class Endpoint(object):
         self.wake = wake
         self.marked = 0
         self.requeued = 0
+        self._lock = threading.Lock()
         self._failing = False
+        self._backoff = BACKOFF
 
-    def _handle(self, event_type, payload, metadata):
-        change = events.change(event_type, payload,
-                               (metadata or {}).get('timestamp'))
-        if change is None:
+    def _handle(self, messages):
+        changes = [change for change in (
+            events.change(m['event_type'], m['payload'],
+                          (m['metadata'] or {}).get('timestamp'))
+            for m in messages) if change is not None]
+        if not changes:
             return oslo_messaging.NotificationResult.HANDLED
         try:
-            pending.mark(db.get_engine(self.conf), [change])
+            pending.mark(db.get_engine(self.conf), changes)
         except Exception as e:
-            self.requeued += 1
-            if not self._failing:
-                LOG.warning('nova-ext-indexer cannot record changes in the '
-                            'index (%s: %s); notifications are requeued '
-                            'until it can', type(e).__name__, e)
-            self._failing = True
+            with self._lock:
+                self.requeued += len(messages)
+                if not self._failing:
+                    LOG.warning('nova-ext-indexer cannot record changes in '
+                                'the index (%s: %s); notifications are '
+                                'requeued until it can', type(e).__name__, e)
+                self._failing = True
+                pause = self._backoff
+                self._backoff = min(self._backoff * 2, MAX_BACKOFF)
+            time.sleep(pause)
             return oslo_messaging.NotificationResult.REQUEUE
-        if self._failing:
-            LOG.info('nova-ext-indexer records changes again')
+        with self._lock:
+            if self._failing:
+                LOG.info('nova-ext-indexer records changes again')
             self._failing = False
-        self.marked += 1
+            self._backoff = BACKOFF
+            self.marked += len(changes)
         if self.wake is not None:
             self.wake()
         return oslo_messaging.NotificationResult.HANDLED
 
-    def info(self, ctxt, publisher_id, event_type, payload, metadata):
-        return self._handle(event_type, payload, metadata)
+    def info(self, messages):
+        return self._handle(messages)
 
     # Nova sends instance notifications at INFO, and ERROR for failures
-    # (instance.*.error); any priority counts.
+    # (instance.*.error); any priority counts. The batch dispatcher calls
+    # one method per priority present in a batch: one transaction each.
     audit = debug = warn = error = critical = sample = info
 
 
@@ -101,15 +122,21 @@ class Indexer(object):
                           oslo_messaging.get_notification_transport(conf))
         targets = [oslo_messaging.Target(topic=topic) for topic in
                    conf.notifications.versioned_notifications_topics]
-        self.listener = oslo_messaging.get_notification_listener(
+        index_opts = conf.nova_ext_index
+        self.listener = oslo_messaging.get_batch_notification_listener(
             self.transport, targets, [self.endpoint], executor='threading',
-            allow_requeue=True, pool=pool)
+            allow_requeue=True, pool=pool,
+            batch_size=index_opts.notification_batch_size,
+            batch_timeout=index_opts.notification_batch_timeout)
 
     def start(self):
         self.listener.start()
-        LOG.info('nova-ext-indexer listening on %s (pool %s)',
+        LOG.info('nova-ext-indexer listening on %s (pool %s, batches of '
+                 'up to %d notifications or %.3f s)',
                  ', '.join(self.conf.notifications.
-                           versioned_notifications_topics), POOL)
+                           versioned_notifications_topics), POOL,
+                 self.conf.nova_ext_index.notification_batch_size,
+                 self.conf.nova_ext_index.notification_batch_timeout)
         if self.reconciler is not None:
             self.reconciler.start()
 

@@ -25,6 +25,8 @@ import time
 
 import sqlalchemy as sa
 
+from nova_ext.index import db
+
 METRICS = sa.table(
     'nova_ext_index_metrics',
     sa.column('host', sa.String), sa.column('pid', sa.Integer),
@@ -41,7 +43,7 @@ def publish(engine, driver, counts, now=None):
     host, pid = socket.gethostname(), os.getpid()
     row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
            'counts': json.dumps(counts, sort_keys=True)}
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         updated = conn.execute(sa.update(METRICS).where(
             METRICS.c.host == host, METRICS.c.pid == pid).values(**row))
         if not updated.rowcount:

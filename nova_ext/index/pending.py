@@ -12,22 +12,23 @@
 """The pending table: instances known to have changed, not yet re-read.
 
 Whatever learns of a change (a notification, a reconcile pass) marks the
-instance here first, in its own committed transaction, and only then lets
-go of the news (acknowledges the message). The indexer re-reads marked
-instances from their cells and unmarks them once the index holds a state at
-least as new as the last mark. Nothing is lost between the two, and the age
-of the oldest mark is the index's lag.
+instance here first, and only once that is committed (one transaction per
+batch of changes) lets go of the news (acknowledges the message). The
+indexer re-reads marked instances from their cells and unmarks them once
+the index holds a state at least as new as the last mark. Nothing is lost
+between the two, and the age of the oldest mark is the index's lag.
 """
 
 import time
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
 from sqlalchemy import exc as sa_exc
 
-#: SQLite's extended result code for a write refused because the
-#: transaction's snapshot is stale.
-SQLITE_BUSY_SNAPSHOT = 517
+from nova_ext.index import db
 
 PENDING = sa.table(
     'nova_ext_index_pending',
@@ -35,74 +36,93 @@ PENDING = sa.table(
     sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer))
 
 
-def stale_snapshot(error):
-    """Whether SQLite refused a write for another connection's commit.
+def coalesce(events, into=None):
+    """``{uuid: (first, last)}`` of ``(uuid, event_time)`` pairs.
 
-    oslo.db begins SQLite transactions itself, so a transaction's first
-    read takes a snapshot. Once another connection has committed (any
-    write, to any table), a write of the transaction fails at once, in WAL
-    mode, with SQLITE_BUSY_SNAPSHOT ("database is locked"), which oslo.db
-    raises as it is. Run again, the transaction sees that commit.
+    :param into: a dict of the same form to add to (and return).
     """
-    return (isinstance(error, sa_exc.OperationalError) and
-            getattr(error.orig, 'sqlite_errorcode', None) ==
-            SQLITE_BUSY_SNAPSHOT)
-
-
-def lost_race(error):
-    """Whether another writer got in first: run the transaction again.
-
-    The index's engines are oslo.db's, whose filters raise a duplicate key
-    as DBDuplicateEntry and a deadlock (MySQL, PostgreSQL) as DBDeadlock; a
-    plain SQLAlchemy engine raises IntegrityError; SQLite refuses a write
-    after another commit (:func:`stale_snapshot`).
-    """
-    return (isinstance(error, (db_exc.DBDuplicateEntry, db_exc.DBDeadlock,
-                               sa_exc.IntegrityError)) or
-            stale_snapshot(error))
-
-
-def mark(engine, events):
-    """Mark instances as changed.
-
-    :param events: iterable of ``(uuid, event_time)``, event_time in epoch
-        seconds.
-    """
-    latest = {}
+    latest = {} if into is None else into
     for uuid, when in events:
         first, last = latest.get(uuid, (when, when))
         latest[uuid] = (min(first, when), max(last, when))
+    return latest
+
+
+def mark(engine, events):
+    """Mark instances as changed, in one transaction.
+
+    :param events: iterable of ``(uuid, event_time)``, event_time in epoch
+        seconds; or a dict of :func:`coalesce`.
+    """
+    latest = events if isinstance(events, dict) else coalesce(events)
     if not latest:
         return
+    # In uuid order: concurrent marks lock rows in the same order, so that
+    # they wait for each other rather than deadlock.
+    rows = [{'uuid': uuid, 'first_event_at': first, 'last_event_at': last,
+             'attempts': 0} for uuid, (first, last) in sorted(latest.items())]
     for attempt in range(3):
         try:
-            with engine.begin() as conn:
-                _mark(conn, latest)
+            with db.begin_write(engine) as conn:
+                _mark(conn, rows)
             return
         except (db_exc.DBError, sa_exc.DBAPIError) as e:
-            # Another writer inserted one of these uuids between our read
-            # and our insert (or, on SQLite, wrote anything): the next pass
-            # reads again, and updates the row instead.
-            if attempt == 2 or not lost_race(e):
+            # MySQL and PostgreSQL can still pick an upsert as a deadlock
+            # victim; so can a backend without an upsert lose the race
+            # between its read and its insert. Run again.
+            if attempt == 2 or not db.lost_race(e):
                 raise
 
 
-def _mark(conn, latest):
+def _upsert(dialect):
+    """INSERT of marks that merges them into marks already held, or None.
+
+    One statement, which starts with a write: no read whose result another
+    writer could change before the write.
+    """
+    first, last = PENDING.c.first_event_at, PENDING.c.last_event_at
+    if dialect in ('sqlite', 'postgresql'):
+        insert = (sqlite if dialect == 'sqlite' else postgresql).insert
+        stmt = insert(PENDING)
+        new = stmt.excluded
+        # SQLite's min() and max() of two values are PostgreSQL's least()
+        # and greatest().
+        least, greatest = ((sa.func.min, sa.func.max) if dialect == 'sqlite'
+                           else (sa.func.least, sa.func.greatest))
+        return stmt.on_conflict_do_update(
+            index_elements=[PENDING.c.uuid],
+            set_={'first_event_at': least(first, new.first_event_at),
+                  'last_event_at': greatest(last, new.last_event_at)})
+    if dialect == 'mysql':
+        stmt = mysql.insert(PENDING)
+        return stmt.on_duplicate_key_update(
+            first_event_at=sa.func.least(first, stmt.inserted.first_event_at),
+            last_event_at=sa.func.greatest(last,
+                                           stmt.inserted.last_event_at))
+    return None
+
+
+def _mark(conn, rows):
+    upsert = _upsert(conn.dialect.name)
+    if upsert is not None:
+        conn.execute(upsert, rows)
+        return
     held = {row.uuid: row for row in conn.execute(
-        sa.select(PENDING).where(PENDING.c.uuid.in_(list(latest))))}
+        sa.select(PENDING).where(PENDING.c.uuid.in_([r['uuid']
+                                                     for r in rows])))}
     new = []
-    # In uuid order: concurrent marks lock rows in the same order, so that
-    # they wait for each other rather than deadlock.
-    for uuid, (first, last) in sorted(latest.items()):
-        row = held.get(uuid)
+    for values in rows:
+        row = held.get(values['uuid'])
         if row is None:
-            new.append({'uuid': uuid, 'first_event_at': first,
-                        'last_event_at': last, 'attempts': 0})
-        elif last > row.last_event_at or first < row.first_event_at:
+            new.append(values)
+        elif (values['last_event_at'] > row.last_event_at or
+                values['first_event_at'] < row.first_event_at):
             conn.execute(sa.update(PENDING).where(
-                PENDING.c.uuid == uuid).values(
-                first_event_at=min(first, row.first_event_at),
-                last_event_at=max(last, row.last_event_at)))
+                PENDING.c.uuid == row.uuid).values(
+                first_event_at=min(values['first_event_at'],
+                                   row.first_event_at),
+                last_event_at=max(values['last_event_at'],
+                                  row.last_event_at)))
     if new:
         conn.execute(sa.insert(PENDING), new)
 
@@ -134,17 +154,20 @@ def unmark(engine, taken):
     """Remove marks that no event has renewed since they were taken."""
     if not taken:
         return
-    with engine.begin() as conn:
-        for uuid, last in taken.items():
-            conn.execute(sa.delete(PENDING).where(
-                PENDING.c.uuid == uuid, PENDING.c.last_event_at <= last))
+    with db.begin_write(engine) as conn:
+        # One statement, executed for every mark (executemany).
+        conn.execute(sa.delete(PENDING).where(
+            PENDING.c.uuid == sa.bindparam('taken_uuid'),
+            PENDING.c.last_event_at <= sa.bindparam('taken_last')),
+            [{'taken_uuid': uuid, 'taken_last': last}
+             for uuid, last in sorted(taken.items())])
 
 
 def failed(engine, uuids):
     """Count a failed attempt on marks that stay for the next pass."""
     if not uuids:
         return
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         conn.execute(sa.update(PENDING).where(
             PENDING.c.uuid.in_(list(uuids))).values(
             attempts=PENDING.c.attempts + 1))

@@ -38,7 +38,6 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
-from nova_ext.index import pending
 from nova_ext.index import sync
 from nova_ext.index import verify
 
@@ -67,7 +66,7 @@ def holder_id():
 def acquire(engine, holder, now=None, ttl=LEASE_TTL):
     """Take the lease if a pass is due and no live holder has it."""
     now = time.time() if now is None else now
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         taken = conn.execute(sa.update(LEASES).where(
             LEASES.c.name == NAME, LEASES.c.expires_at <= now,
             LEASES.c.due_at <= now).values(
@@ -76,7 +75,7 @@ def acquire(engine, holder, now=None, ttl=LEASE_TTL):
         return True
     for attempt in range(3):
         try:
-            with engine.begin() as conn:
+            with db.begin_write(engine) as conn:
                 if conn.execute(sa.select(LEASES.c.name).where(
                         LEASES.c.name == NAME)).first() is not None:
                     return False
@@ -92,14 +91,14 @@ def acquire(engine, holder, now=None, ttl=LEASE_TTL):
         except sa_exc.OperationalError as e:
             # SQLite: another connection wrote since the read, perhaps
             # this row; read again.
-            if attempt == 2 or not pending.stale_snapshot(e):
+            if attempt == 2 or not db.stale_snapshot(e):
                 raise
 
 
 def renew(engine, holder, now=None, ttl=LEASE_TTL):
     """Extend a held lease; False if it is no longer ours."""
     now = time.time() if now is None else now
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         return bool(conn.execute(sa.update(LEASES).where(
             LEASES.c.name == NAME, LEASES.c.holder == holder).values(
             expires_at=now + ttl)).rowcount)
@@ -120,7 +119,7 @@ def release(engine, holder, due_at=None, done=None, now=None):
         values.update(last_holder=holder, last_started_at=done.started_at,
                       last_finished_at=done.finished_at,
                       last_result=json.dumps(done.as_dict(), sort_keys=True))
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         return bool(conn.execute(sa.update(LEASES).where(
             LEASES.c.name == NAME, LEASES.c.holder == holder).values(
             **values)).rowcount)

@@ -14,6 +14,8 @@
 import collections
 
 from nova import context as nova_context
+from nova.db.api import api as api_db_api
+from nova.db.api import models as api_models
 from nova import exception as nova_exception
 from nova import objects
 from oslo_db import exception as db_exc
@@ -61,13 +63,13 @@ def refresh(ctx, conf, uuids):
     if not uuids:
         return totals, failed
     ctx = ctx.elevated(read_deleted='yes')
-    by_cell, cells = collections.defaultdict(list), {}
-    mapped = set()
-    for im in objects.InstanceMappingList.get_by_instance_uuids(ctx, uuids):
-        mapped.add(im.instance_uuid)
-        if im.cell_mapping is not None:
-            cells[im.cell_mapping.uuid] = im.cell_mapping
-            by_cell[im.cell_mapping.uuid].append(im.instance_uuid)
+    mapped = _cells_of(ctx, uuids)
+    by_cell = collections.defaultdict(list)
+    for uuid, cell_uuid in mapped.items():
+        if cell_uuid is not None:
+            by_cell[cell_uuid].append(uuid)
+    cells = {cell_uuid: objects.CellMapping.get_by_uuid(ctx, cell_uuid)
+             for cell_uuid in by_cell}
     unmapped = [u for u in uuids if u not in mapped]
     if unmapped:
         totals = totals._replace(removed=_again_if_raced(
@@ -86,6 +88,22 @@ def refresh(ctx, conf, uuids):
     return totals._replace(failed=len(failed)), failed
 
 
+@api_db_api.context_manager.reader
+def _cells_of(context, uuids):
+    """``{instance uuid: cell uuid, or None for a build request}``.
+
+    Of the instances that have a mapping; two columns of a join, where
+    InstanceMappingList would build a mapping and a cell object per
+    instance (a fifth of a refresh's time).
+    """
+    mappings = api_models.InstanceMapping.__table__
+    cells = api_models.CellMapping.__table__
+    return dict(context.session.execute(
+        sa.select(mappings.c.instance_uuid, cells.c.uuid).select_from(
+            mappings.outerjoin(cells, mappings.c.cell_id == cells.c.id))
+        .where(mappings.c.instance_uuid.in_(uuids))).all())
+
+
 def _again_if_raced(write, engine, *args):
     """``write(engine, *args)``, run again if another writer got in first.
 
@@ -96,13 +114,13 @@ def _again_if_raced(write, engine, *args):
         try:
             return write(engine, *args)
         except (db_exc.DBError, sa.exc.DBAPIError) as e:
-            if attempt == 2 or not pending.lost_race(e):
+            if attempt == 2 or not db.lost_race(e):
                 raise
 
 
 def remove(engine, uuids):
     """Drop instances from the index; returns how many it held."""
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         held = [r.uuid for r in conn.execute(
             sa.select(writer.BOOK.c.uuid).where(
                 writer.BOOK.c.uuid.in_(list(uuids))))]

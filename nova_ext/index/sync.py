@@ -49,7 +49,7 @@ def cells(ctx, cell_uuid=None):
 
 
 def _cursor(engine, cell_uuid, restart):
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         row = conn.execute(sa.select(CURSORS).where(
             CURSORS.c.cell_uuid == cell_uuid)).first()
         if row is not None and not restart and row.finished_at is None:
@@ -66,7 +66,7 @@ def _advance(engine, cell_uuid, last_id, finished=False):
     values = {'last_source_id': last_id}
     if finished:
         values['finished_at'] = time.time()
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         conn.execute(sa.update(CURSORS).where(
             CURSORS.c.cell_uuid == cell_uuid).values(**values))
 

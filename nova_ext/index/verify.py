@@ -184,7 +184,7 @@ def purge_tombstones(conf, now=None):
     if cutoff is None:
         return 0
     engine = db.get_engine(conf)
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         uuids = [r.uuid for r in conn.execute(sa.select(BOOK.c.uuid).where(
             BOOK.c.deleted_at.isnot(None), BOOK.c.deleted_at < cutoff))]
         for start in range(0, len(uuids), 500):

@@ -49,6 +49,10 @@ class Worker(object):
         self._idle.clear()
         self._wake.set()
 
+    @property
+    def alive(self):
+        return self._thread.is_alive()
+
     def _run(self):
         ctx = nova_context.get_admin_context()
         # The uuids of the marks that failed, passed over until retry_at.

@@ -22,6 +22,7 @@ import collections
 
 import sqlalchemy as sa
 
+from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import source
 
@@ -71,28 +72,47 @@ def _without_id(row):
     return {k: v for k, v in row.items() if k != 'id'}
 
 
-def _insert_instance(conn, row, cell_id):
+def _instance(row, cell_id):
     values = dict(row)
     values['id'] = ids.index_id(row['id'], cell_id)
     if row['deleted']:
         # Nova marks a deleted row with deleted = id; keep that true.
         values['deleted'] = values['id']
-    conn.execute(sa.insert(source.INSTANCES).values(values))
+    return values
 
 
-def _insert_related(conn, read, uuid):
+def _insert(conn, read, uuids):
+    """Insert what ``read`` holds of ``uuids``, one statement per table.
+
+    Each statement is executed for all its rows at once (executemany), and
+    takes its values as parameters, so that it is compiled once per table
+    rather than once per row.
+    """
+    if not uuids:
+        return
+    conn.execute(sa.insert(source.INSTANCES), [
+        _instance(read.instances[uuid], read.cell_id) for uuid in uuids])
     for table, _key in source.CHILDREN:
-        rows = read.children.get(table.name, {}).get(uuid)
+        held = read.children.get(table.name, {})
+        rows = [_without_id(r) for uuid in uuids for r in held.get(uuid, ())]
         if rows:
-            conn.execute(sa.insert(table), [_without_id(r) for r in rows])
-    for assoc, group in read.security_groups.get(uuid, ()):
-        # Security group ids collide across cells too; each instance gets
-        # its own copy of the groups it is associated with.
-        result = conn.execute(sa.insert(source.SECURITY_GROUPS).values(
-            _without_id(group)))
-        values = _without_id(assoc)
-        values['security_group_id'] = result.inserted_primary_key[0]
-        conn.execute(sa.insert(source.SG_ASSOCIATIONS).values(values))
+            conn.execute(sa.insert(table), rows)
+    for uuid in uuids:
+        for assoc, group in read.security_groups.get(uuid, ()):
+            # Security group ids collide across cells too; each instance
+            # gets its own copy of the groups it is associated with.
+            result = conn.execute(sa.insert(source.SECURITY_GROUPS),
+                                  _without_id(group))
+            values = _without_id(assoc)
+            values['security_group_id'] = result.inserted_primary_key[0]
+            conn.execute(sa.insert(source.SG_ASSOCIATIONS), values)
+    conn.execute(sa.insert(BOOK), [
+        {'uuid': uuid, 'cell_uuid': read.cell_uuid,
+         'source_id': read.instances[uuid]['id'],
+         'source_updated_at': read.instances[uuid]['updated_at'],
+         'read_at': read.read_at,
+         'deleted_at': read.instances[uuid]['deleted_at']}
+        for uuid in uuids])
 
 
 def apply(engine, read, uuids):
@@ -105,7 +125,7 @@ def apply(engine, read, uuids):
     """
     uuids = list(uuids)
     out = Outcome([], [], [], [], [])
-    with engine.begin() as conn:
+    with db.begin_write(engine) as conn:
         book = _book(conn, uuids)
         write, remove = [], []
         for uuid in uuids:
@@ -127,13 +147,6 @@ def apply(engine, read, uuids):
                 write.append(uuid)
         delete_rows(conn, write + remove)
         out.removed.extend(remove)
-        for uuid in write:
-            row = read.instances[uuid]
-            _insert_instance(conn, row, read.cell_id)
-            _insert_related(conn, read, uuid)
-            conn.execute(sa.insert(BOOK).values(
-                uuid=uuid, cell_uuid=read.cell_uuid, source_id=row['id'],
-                source_updated_at=row['updated_at'],
-                read_at=read.read_at, deleted_at=row['deleted_at']))
-            out.written.append(uuid)
+        _insert(conn, read, write)
+        out.written.extend(write)
     return out

@@ -85,6 +85,28 @@ class RabbitMQ(object):
                 'RabbitMQ did not start: %s\n%s'
                 % (done.stderr.decode()[-500:], output))
 
+    def _ctl(self, *args):
+        subprocess.run([os.path.join(self.bin, 'rabbitmqctl'), '-n',
+                        self.node] + list(args),
+                       env=self.env, capture_output=True, check=True,
+                       timeout=120)
+
+    def vhost(self):
+        """A new, empty virtual host, and the URL that opens it.
+
+        Tests that share the broker each take one: queues, exchanges and
+        unacknowledged messages of one test (an indexer killed with its
+        messages in hand) never reach another.
+        """
+        name = 'test-%s' % uuid.uuid4().hex[:8]
+        self._ctl('add_vhost', name)
+        self._ctl('set_permissions', '-p', name, 'guest', '.*', '.*', '.*')
+        return name, '%s%s' % (self.url, name)
+
+    def delete_vhost(self, name):
+        if self.proc is not None and self.proc.poll() is None:
+            self._ctl('delete_vhost', name)
+
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
             subprocess.run([os.path.join(self.bin, 'rabbitmqctl'), '-n',

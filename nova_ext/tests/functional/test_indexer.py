@@ -56,13 +56,17 @@ class TestIndexer(base.BaseTestCase):
         super().setUp()
         self.dir = self.useFixture(fixtures.TempDir()).path
         self.index_url = 'sqlite:///%s' % os.path.join(self.dir, 'i.sqlite')
+        # A virtual host of its own: what an earlier test's indexer left
+        # unacknowledged on the shared broker is redelivered there, not
+        # here.
+        vhost, self.url = self.broker.vhost()
+        self.addCleanup(self.broker.delete_vhost, vhost)
         self.conf_file = os.path.join(self.dir, 'nova.conf')
         with open(self.conf_file, 'w') as f:
             f.write('[DEFAULT]\nstate_path = %s\ntransport_url = %s\n'
                     '[oslo_messaging_notifications]\ntransport_url = %s\n'
                     '[nova_ext_index]\nconnection = %s\n'
-                    % (self.dir, self.broker.url, self.broker.url,
-                       self.index_url))
+                    % (self.dir, self.url, self.url, self.index_url))
         self._run('nova-ext-manage', 'index', 'db_sync')
         self.engine = sa.create_engine(self.index_url)
         self.addCleanup(self.engine.dispose)
@@ -84,10 +88,10 @@ class TestIndexer(base.BaseTestCase):
         # The first transport registers the options; the exchange must be
         # set before the one that sends is made.
         oslo_messaging.get_notification_transport(
-            conf, url=self.broker.url).cleanup()
+            conf, url=self.url).cleanup()
         conf.set_override('control_exchange', 'nova')
         transport = oslo_messaging.get_notification_transport(
-            conf, url=self.broker.url)
+            conf, url=self.url)
         self.addCleanup(transport.cleanup)
         return oslo_messaging.Notifier(
             transport, publisher_id='nova-compute:test',

@@ -14,22 +14,28 @@
 import collections
 import datetime
 import os
+import threading
 import time
 from unittest import mock
 
 import fixtures
 from oslo_db import exception as db_exc
+import oslo_messaging
 import sqlalchemy as sa
 
+from nova_ext.index import consumer
 from nova_ext.index import db
 from nova_ext.index import events
 from nova_ext.index import ids
+from nova_ext.index import listener
 from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import refresh
 from nova_ext.index import source
 from nova_ext.index import worker
 from nova_ext.index import writer
+from nova_ext.notifications import base as notifications_base
+from nova_ext.notifications import dispatcher
 from nova_ext.tests.unit import base
 
 
@@ -141,47 +147,137 @@ class TestPending(IndexDBTestCase):
         self.assertEqual({}, pending.take(self.engine, 2,
                                           skip={'old', 'mid', 'new'}))
 
-    def _race(self, engine, uuid):
-        """Mark 'a' on ``engine`` while another process marks ``uuid``.
+    def statements(self, engine):
+        seen = []
+        sa.event.listen(engine, 'before_cursor_execute',
+                        lambda *args: seen.append(args[2]))
+        return seen
 
-        The other process (an engine of its own) marks between this mark's
-        read, which finds no row, and its insert.
+    def test_mark_is_one_upsert_holding_the_write_lock(self):
+        seen = self.statements(self.engine)
+        pending.mark(self.engine, [('a', 1.0), ('b', 2.0), ('a', 3.0)])
+        self.assertEqual(['BEGIN IMMEDIATE'], seen[:1])
+        self.assertEqual(1, len([s for s in seen if 'INSERT' in s]), seen)
+        self.assertIn('ON CONFLICT', seen[1])
+        self.assertEqual({'a': 3.0, 'b': 2.0}, pending.take(self.engine, 10))
 
-        :returns: the types of the exceptions the attempts raised.
-        """
-        other = sa.create_engine(self.conf.conf.nova_ext_index.connection)
+    def test_marks_merge_into_held_marks(self):
+        pending.mark(self.engine, [('a', 10.0)])
+        pending.mark(self.engine, [('a', 5.0), ('a', 7.0)])
+        pending.mark(self.engine, {'a': (6.0, 12.0)})
+        self.assertEqual({'a': 12.0}, pending.take(self.engine, 10))
+        self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+
+    def test_readers_do_not_take_the_write_lock(self):
+        seen = self.statements(self.engine)
+        pending.take(self.engine, 10)
+        pending.lag(self.engine)
+        self.assertNotIn('BEGIN IMMEDIATE', seen)
+
+    def test_write_transactions_hold_the_lock_from_their_begin(self):
+        # Why SQLite writers lost races: a deferred transaction that read
+        # first fails at its first write once another connection has
+        # committed (SQLITE_BUSY_SNAPSHOT), at once, whatever busy_timeout.
+        url = self.conf.conf.nova_ext_index.connection
+        other = sa.create_engine(url, connect_args={'timeout': 0.1})
         self.addCleanup(other.dispose)
-        race_on_insert(self, engine, 'nova_ext_index_pending',
-                       lambda: pending.mark(other, [(uuid, 5.0)]))
-        raised = record_raised(self, pending, '_mark')
-        pending.mark(engine, [('a', 10.0)])
-        return raised
 
-    def test_mark_racing_a_mark_of_the_same_instance(self):
-        raised = self._race(self.engine, 'a')
-        # oslo.db begins SQLite transactions itself: the insert finds the
-        # read's snapshot stale, and fails at once, before the duplicate
-        # key (DBDuplicateEntry on other databases, see
-        # test_index_backends). The retry reads again and updates the row.
-        self.assertEqual([sa.exc.OperationalError], raised)
-        self.assertEqual({'a': 10.0}, pending.take(self.engine, 10))
-        self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+        def other_marks(uuid):
+            with other.begin() as conn:
+                conn.execute(sa.insert(pending.PENDING).values(
+                    uuid=uuid, first_event_at=1.0, last_event_at=1.0,
+                    attempts=0))
+        with self.engine.begin() as conn:
+            conn.execute(sa.select(pending.PENDING)).all()
+            other_marks('x')
+            e = self.assertRaises(
+                sa.exc.OperationalError, conn.execute,
+                sa.delete(pending.PENDING))
+        self.assertTrue(db.stale_snapshot(e))
+        self.assertTrue(db.lost_race(e))
+        # A transaction of begin_write() holds the write lock from BEGIN:
+        # the other writer waits for it (here it gives up after 0.1 s),
+        # and what it read stays true until it commits.
+        with db.begin_write(self.engine) as conn:
+            conn.execute(sa.select(pending.PENDING)).all()
+            self.assertRaises(sa.exc.OperationalError, other_marks, 'y')
+            conn.execute(sa.delete(pending.PENDING))
+        other_marks('z')
+        self.assertEqual({'z': 1.0}, pending.take(self.engine, 10))
 
-    def test_mark_racing_any_write(self):
-        raised = self._race(self.engine, 'b')
-        self.assertEqual([sa.exc.OperationalError], raised)
-        self.assertEqual({'a': 10.0, 'b': 5.0},
+    def test_concurrent_marks_and_writes_never_fail(self):
+        # Two engines of the index on one file (two processes, say): 2000
+        # marks from four threads while another thread applies batches and
+        # counts failed attempts, with no retry: not one write may fail.
+        other = self.engine
+        db.reset()
+        mine = db.get_engine(self.conf.conf)
+        self.assertIsNot(other, mine)
+        self.addCleanup(other.dispose)
+        self.useFixture(fixtures.MockPatchObject(
+            db, 'lost_race', return_value=False))
+        failures, stop = [], threading.Event()
+
+        def marks(engine, prefix):
+            for n in range(500):
+                try:
+                    pending.mark(engine, [('%s-%d' % (prefix, n), float(n))])
+                except Exception as e:
+                    failures.append(e)
+
+        def writes():
+            cell = _Cell('cell-1', 1)
+            n = 0
+            while not stop.is_set():
+                n += 1
+                uuids = ['w-%d-%d' % (n, k) for k in range(20)]
+                try:
+                    writer.apply(other, _read(cell, float(n), *[
+                        _row(u, n * 100 + k, T0, 'w')
+                        for k, u in enumerate(uuids)]), uuids)
+                    pending.failed(mine, pending.take(other, 50))
+                except Exception as e:
+                    failures.append(e)
+        writer_thread = threading.Thread(target=writes)
+        writer_thread.start()
+        markers = [threading.Thread(target=marks, args=(engine, prefix))
+                   for engine, prefix in ((mine, 'a'), (other, 'b'),
+                                          (mine, 'c'), (other, 'd'))]
+        for thread in markers:
+            thread.start()
+        for thread in markers:
+            thread.join(120)
+        stop.set()
+        writer_thread.join(60)
+        self.assertEqual([], failures)
+        self.assertEqual(2000, pending.count(mine))
+        with mine.connect() as conn:
+            self.assertGreater(conn.execute(sa.select(
+                sa.func.count()).select_from(writer.BOOK)).scalar(), 0)
+
+    def test_mark_without_an_upsert(self):
+        # A backend with neither upsert reads, then inserts or updates.
+        self.useFixture(fixtures.MockPatchObject(pending, '_upsert',
+                                                 return_value=None))
+        pending.mark(self.engine, [('a', 10.0), ('b', 7.0)])
+        pending.mark(self.engine, [('a', 20.0), ('a', 5.0), ('c', 30.0)])
+        self.assertEqual({'a': 20.0, 'b': 7.0, 'c': 30.0},
                          pending.take(self.engine, 10))
-
-    def test_mark_racing_on_a_plain_engine(self):
-        # pysqlite left to itself begins the transaction at the insert: the
-        # duplicate key is an IntegrityError.
-        engine = sa.create_engine(self.conf.conf.nova_ext_index.connection)
-        self.addCleanup(engine.dispose)
-        raised = self._race(engine, 'a')
-        self.assertEqual([sa.exc.IntegrityError], raised)
-        self.assertEqual({'a': 10.0}, pending.take(self.engine, 10))
         self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+
+    def test_mark_runs_again_after_a_lost_race(self):
+        real, calls = pending._mark, []
+
+        def deadlocked_once(conn, rows):
+            calls.append(rows)
+            if len(calls) == 1:
+                raise db_exc.DBDeadlock()
+            return real(conn, rows)
+        self.useFixture(fixtures.MockPatchObject(
+            pending, '_mark', side_effect=deadlocked_once))
+        pending.mark(self.engine, [('a', 1.0)])
+        self.assertEqual(2, pending._mark.call_count)
+        self.assertEqual({'a': 1.0}, pending.take(self.engine, 10))
 
     def test_mark_gives_up_on_other_errors(self):
         self.useFixture(fixtures.MockPatchObject(
@@ -310,6 +406,212 @@ class TestWorker(FailingCellTestCase):
         self.assertEqual(5, pending.count(self.engine))
         self.assertEqual(1, self.tried['up-2'])
         self.assertEqual(1, self.tried['down-0'])
+
+
+class MarkerTestCase(IndexDBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        # Batches are recorded by calls to pending.mark, kept up.
+        self.batches = []
+        real = self.real_mark = pending.mark
+
+        def recording(engine, changes):
+            self.batches.append(dict(changes))
+            return real(engine, changes)
+        self.useFixture(fixtures.MockPatchObject(pending, 'mark',
+                                                 side_effect=recording))
+        self.useFixture(fixtures.MockPatchObject(consumer, 'BACKOFF', 0.01))
+
+    def marker(self, size=100, delay=10.0):
+        running = consumer.Marker(self.conf.conf, size=size, delay=delay)
+        self.addCleanup(running.stop)
+        return running
+
+    def marked(self):
+        with self.engine.connect() as conn:
+            return {r.uuid: (r.first_event_at, r.last_event_at)
+                    for r in conn.execute(sa.select(pending.PENDING))}
+
+
+class TestMarker(MarkerTestCase):
+
+    def test_batches_of_size(self):
+        marker = self.marker(size=100)
+        for n in range(250):
+            marker.add('u-%d' % n, float(n))
+        self.assertTrue(marker.flush(10))
+        self.assertEqual(250, len(self.marked()))
+        # One transaction per 100 or so, and one for the rest.
+        self.assertLessEqual(len(self.batches), 3)
+        self.assertEqual(250, sum(len(b) for b in self.batches))
+        self.assertEqual(250, marker.marked)
+
+    def test_changes_of_an_instance_make_one_mark(self):
+        marker = self.marker()
+        for when in (5.0, 1.0, 9.0):
+            marker.add('a', when)
+        self.assertTrue(marker.flush(10))
+        self.assertEqual([{'a': (1.0, 9.0)}], self.batches)
+        self.assertEqual({'a': (1.0, 9.0)}, self.marked())
+
+    def test_a_lone_change_waits_for_the_delay_only(self):
+        marker = self.marker(delay=0.05)
+        started = time.monotonic()
+        marker.add('a', 1.0)
+        while not self.marked():
+            self.assertLess(time.monotonic() - started, 10)
+            time.sleep(0.005)
+        self.assertGreaterEqual(time.monotonic() - started, 0.04)
+
+    def test_a_waiter_does_not_wait_for_the_delay(self):
+        marker = self.marker(delay=60)
+        marker.add('a', 1.0)
+        self.assertTrue(marker.wait(marker.add('b', 1.0), 10))
+        self.assertEqual([{'a': (1.0, 1.0), 'b': (1.0, 1.0)}], self.batches)
+
+    def test_a_mark_failing_twice_loses_nothing(self):
+        real, calls = self.real_mark, []
+
+        def fails_twice(engine, changes):
+            calls.append(dict(changes))
+            if len(calls) <= 2:
+                raise db_exc.DBError('index away')
+            return real(engine, changes)
+        pending.mark.side_effect = fails_twice
+        marker = self.marker(delay=0.001)
+        ticket = marker.add('a', 1.0)
+        # While it fails, a consumer does not wait for it.
+        deadline = time.monotonic() + 10
+        while not marker.failures and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self.assertFalse(marker.wait(ticket, 10))
+        marker.add('b', 2.0)
+        marker.add('a', 3.0)
+        self.assertTrue(marker.flush(10))
+        self.assertEqual({'a': (1.0, 3.0), 'b': (2.0, 2.0)}, self.marked())
+        self.assertEqual(2, marker.failures)
+        self.assertEqual({'a': (1.0, 1.0)}, calls[0])
+        self.assertTrue(marker.wait(ticket, 0))
+
+    def test_stop_records_what_is_buffered(self):
+        marker = self.marker(delay=60)
+        marker.add('a', 1.0)
+        marker.stop()
+        self.assertEqual({'a': (1.0, 1.0)}, self.marked())
+
+
+def _notification(uuid, event_type='instance.update'):
+    return notifications_base.Notification(
+        event_type=event_type, publisher_id='nova-compute:h1',
+        priority='INFO', timestamp='2026-11-22 10:00:00.000000',
+        message_id='m-%s' % uuid, context={},
+        payload={'nova_object.name': 'InstanceUpdatePayload',
+                 'nova_object.data': {'uuid': uuid}})
+
+
+class TestIndexConsumer(MarkerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(notification_batch_timeout=10.0, group='nova_ext_index')
+        self.addCleanup(dispatcher.reset)
+        dispatcher.reset()
+        self.worker = mock.Mock()
+        self.useFixture(fixtures.MockPatchObject(
+            consumer, 'get_worker', return_value=self.worker))
+        # Before the worker is unpatched: stopping, the marker wakes it.
+        self.addCleanup(consumer.reset)
+
+    def test_commits_when_nothing_follows(self):
+        consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
+        self.assertEqual(['a'], list(self.marked()))
+        self.worker.wake.assert_called_once_with()
+
+    def test_goes_on_when_notifications_follow(self):
+        self.useFixture(fixtures.MockPatchObject(
+            consumer, '_more_queued', return_value=True))
+        index = consumer.IndexConsumer(self.conf.conf)
+        index.consume(_notification('a'))
+        index.consume(_notification('b'))
+        index.consume(_notification('x', event_type='service.update'))
+        self.assertEqual({}, self.marked())
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(10))
+        self.assertEqual([{'a': mock.ANY, 'b': mock.ANY}], self.batches)
+
+    def test_never_raises_when_marks_fail(self):
+        pending.mark.side_effect = db_exc.DBError('index away')
+        consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
+        self.assertEqual(1, consumer.get_marker(self.conf.conf).buffered)
+
+    def test_a_marker_without_its_thread_is_replaced(self):
+        # As in a forked child, which inherits the object, not the thread.
+        first = consumer.get_marker(self.conf.conf)
+        first.stop()
+        self.assertIsNot(first, consumer.get_marker(self.conf.conf))
+
+    def test_drained_dispatcher_has_recorded_every_change(self):
+        self.flags(consumers=['index'], group='nova_ext_notifications')
+        d = dispatcher.get_dispatcher(self.conf.conf)
+        for n in range(300):
+            d.submit(_notification('u-%d' % n))
+        self.assertTrue(d.drain(30))
+        self.assertEqual(300, len(self.marked()))
+        self.assertEqual(0, d.counts['failed'])
+        # Batched: far fewer transactions than notifications.
+        self.assertLess(len(self.batches), 100)
+
+
+def _message(uuid, event_type='instance.update'):
+    return {'ctxt': {}, 'publisher_id': 'nova-compute:h1',
+            'event_type': event_type,
+            'payload': {'nova_object.data': {'uuid': uuid}},
+            'metadata': {'timestamp': '2026-11-22 10:00:00.000000'}}
+
+
+class TestListenerEndpoint(IndexDBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.sleep = self.useFixture(fixtures.MockPatchObject(
+            listener.time, 'sleep')).mock
+        self.wake = mock.Mock()
+        self.endpoint = listener.Endpoint(self.conf.conf, wake=self.wake)
+
+    def test_a_batch_is_one_transaction(self):
+        mark = self.useFixture(fixtures.MockPatchObject(
+            pending, 'mark', side_effect=pending.mark)).mock
+        result = self.endpoint.info([_message('a'), _message('b'),
+                                     _message('a')])
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED, result)
+        self.assertEqual(1, mark.call_count)
+        self.assertEqual({'a', 'b'}, set(pending.take(self.engine, 10)))
+        self.assertEqual(3, self.endpoint.marked)
+        self.wake.assert_called_once_with()
+
+    def test_nothing_to_record(self):
+        result = self.endpoint.info([_message('a', 'service.update')])
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED, result)
+        self.assertEqual(0, pending.count(self.engine))
+        self.wake.assert_not_called()
+
+    def test_failed_batch_is_requeued_after_a_pause(self):
+        self.useFixture(fixtures.MockPatchObject(
+            pending, 'mark', side_effect=db_exc.DBError('index away')))
+        batch = [_message('a'), _message('b')]
+        for _ in range(7):
+            self.assertEqual(oslo_messaging.NotificationResult.REQUEUE,
+                             self.endpoint.error(batch))
+        self.assertEqual(14, self.endpoint.requeued)
+        pauses = [c.args[0] for c in self.sleep.call_args_list]
+        self.assertEqual([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0], pauses)
+        pending.mark.side_effect = None
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                         self.endpoint.error(batch))
+        # Back to the shortest pause for the next failure.
+        pending.mark.side_effect = db_exc.DBError('index away')
+        self.endpoint.info(batch)
+        self.assertEqual(0.1, self.sleep.call_args.args[0])
 
 
 class _Cell(object):

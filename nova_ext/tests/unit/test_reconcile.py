@@ -98,17 +98,6 @@ class TestLease(LeaseTestCase):
         self.assertEqual(1, len(won), won)
         self.assertEqual('p%d' % won[0], reconcile.read(self.a)['holder'])
 
-    def test_acquire_racing_the_creation_of_the_row(self):
-        # Both find no lease row; b creates it just before a's insert.
-        # a is the index's own engine (oslo.db's), whose transaction on
-        # SQLite began at its read: the insert fails on the stale snapshot
-        # (DBDuplicateEntry on other databases). Read again, the row is b's.
-        test_index.race_on_insert(
-            self, self.engine, 'nova_ext_index_reconcile',
-            lambda: self.assertTrue(reconcile.acquire(self.b, 'b', 100.0)))
-        self.assertFalse(reconcile.acquire(self.engine, 'a', now=100.0))
-        self.assertEqual('b', reconcile.read(self.a)['holder'])
-
     def test_acquire_racing_on_plain_engines(self):
         # pysqlite left to itself begins at the insert: IntegrityError.
         test_index.race_on_insert(
