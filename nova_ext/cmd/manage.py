@@ -23,6 +23,11 @@
 - ``purge``: drop tombstones older than ``[nova_ext_index]
   deleted_retention``.
 
+``nova-ext-manage db online_data_migrations [--max-count N]`` runs the
+``[nova_ext_object_migrations]`` migrations in every cell
+(``manage_db.py``); ``nova-ext-manage compute-ids audit [--format
+table|json]`` reports compute object id linkage (``compute_ids.py``).
+
 It reads the same nova.conf as nova-manage (API database and cell
 mappings) and talks to the cell databases directly, never to the Nova API.
 Exit codes: 0 done, 1 work or drift remains, 2 error.
@@ -64,6 +69,17 @@ def build_parser():
         sub.add_argument('--format', choices=('table', 'json'),
                          default='table')
     commands.add_parser('purge', help='drop expired tombstones')
+    db = area.add_parser('db', help='online data migrations')
+    commands = db.add_subparsers(dest='command', required=True)
+    odm = commands.add_parser('online_data_migrations',
+                              help='run the enabled migrations in every cell')
+    odm.add_argument('--max-count', type=int, dest='max_count',
+                     help='one batch of at most this many records per cell')
+    ids = area.add_parser('compute-ids', help='compute object id linkage')
+    commands = ids.add_subparsers(dest='command', required=True)
+    audit = commands.add_parser('audit', help='read-only linkage report')
+    audit.add_argument('--format', choices=('table', 'json'),
+                       default='table')
     return parser
 
 
@@ -72,9 +88,13 @@ def main(argv=None):
     conf = common.configure('nova-ext-manage', args)
     from nova import context as nova_context
 
+    from nova_ext.cmd import compute_ids
+    from nova_ext.cmd import manage_db
     from nova_ext.cmd import manage_index
+    areas = {'index': manage_index.run, 'db': manage_db.run,
+             'compute-ids': compute_ids.run}
     try:
-        return manage_index.run(nova_context.get_admin_context(), conf, args)
+        return areas[args.area](nova_context.get_admin_context(), conf, args)
     except Exception as e:
         LOG.debug('nova-ext-manage failed', exc_info=True)
         print('nova-ext-manage: %s: %s' % (type(e).__name__, e),

@@ -1,0 +1,203 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``nova-ext-manage compute-ids audit [--format table|json]``.
+
+A read-only report, per cell, of compute object id linkage:
+
+- ``instances``: live instances whose ``compute_id`` names a compute node
+  other than their ``host``/``node`` (or one that is gone);
+- ``migrations``: live migrations whose ``dest_compute_id`` is not their
+  ``dest_compute``/``dest_node``;
+- ``compute_nodes``: live compute nodes whose ``service_id`` names a
+  missing service or one on another host (the host was renamed);
+- ``unlinked``: per migration, how many records are linkable now and the
+  ones that cannot be linked, with the reason.
+
+Exit 0 when nothing disagrees and nothing linkable is left, else 1.
+"""
+
+import collections
+import json
+import sys
+
+import sqlalchemy as sa
+
+from nova_ext.object_migrations import compute_ids
+
+#: Unlinkable records listed per migration and cell; the counts are full.
+LIST_LIMIT = 100
+
+
+def _instances(conn):
+    i, _, cn, _ = compute_ids._tables()
+    rows = conn.execute(
+        sa.select(i.c.uuid, i.c.host, i.c.node, i.c.compute_id,
+                  cn.c.host.label('cn_host'),
+                  cn.c.hypervisor_hostname.label('cn_node'),
+                  cn.c.deleted.label('cn_deleted'))
+        .select_from(i.outerjoin(cn, cn.c.id == i.c.compute_id))
+        .where(i.c.deleted == 0, i.c.compute_id.is_not(None),
+               sa.or_(cn.c.id.is_(None), cn.c.deleted != 0,
+                      i.c.node.is_(None),
+                      cn.c.hypervisor_hostname != i.c.node,
+                      cn.c.host != i.c.host))
+        .order_by(i.c.id))
+    return [_disagreement(r.uuid, r.host, r.node, r.compute_id, r)
+            for r in rows]
+
+
+def _migrations(conn):
+    _, m, cn, _ = compute_ids._tables()
+    rows = conn.execute(
+        sa.select(m.c.uuid, m.c.dest_compute, m.c.dest_node,
+                  m.c.dest_compute_id,
+                  cn.c.host.label('cn_host'),
+                  cn.c.hypervisor_hostname.label('cn_node'),
+                  cn.c.deleted.label('cn_deleted'))
+        .select_from(m.outerjoin(cn, cn.c.id == m.c.dest_compute_id))
+        .where(m.c.deleted == 0, m.c.dest_compute_id.is_not(None),
+               sa.or_(cn.c.id.is_(None), cn.c.deleted != 0,
+                      m.c.dest_node.is_(None),
+                      cn.c.hypervisor_hostname != m.c.dest_node,
+                      cn.c.host != m.c.dest_compute))
+        .order_by(m.c.id))
+    return [_disagreement(r.uuid, r.dest_compute, r.dest_node,
+                          r.dest_compute_id, r) for r in rows]
+
+
+def _disagreement(uuid, host, node, compute_id, row):
+    if row.cn_host is None:
+        why = 'compute node %s does not exist' % compute_id
+    elif row.cn_deleted:
+        why = 'compute node %s is deleted' % compute_id
+    else:
+        why = 'compute node %s is %s/%s' % (compute_id, row.cn_host,
+                                            row.cn_node)
+    return {'uuid': uuid, 'host': host, 'node': node,
+            'compute_id': compute_id, 'reason': why}
+
+
+def _compute_nodes(conn):
+    _, _, cn, s = compute_ids._tables()
+    rows = conn.execute(
+        sa.select(cn.c.uuid, cn.c.host, cn.c.hypervisor_hostname,
+                  cn.c.service_id, s.c.host.label('service_host'),
+                  s.c.deleted.label('service_deleted'))
+        .select_from(cn.outerjoin(s, s.c.id == cn.c.service_id))
+        .where(cn.c.deleted == 0, cn.c.service_id.is_not(None),
+               sa.or_(s.c.id.is_(None), s.c.deleted != 0,
+                      s.c.host != cn.c.host))
+        .order_by(cn.c.id))
+    out = []
+    for r in rows:
+        if r.service_host is None:
+            why = 'service %s does not exist' % r.service_id
+        elif r.service_deleted:
+            why = 'service %s is deleted' % r.service_id
+        else:
+            why = 'service %s is on host %s (renamed?)' % (
+                r.service_id, r.service_host)
+        out.append({'uuid': r.uuid, 'host': r.host,
+                    'node': r.hypervisor_hostname,
+                    'service_id': r.service_id, 'reason': why})
+    return out
+
+
+def _unlinked(conn):
+    out = {}
+    for linker in compute_ids.ALL:
+        spec = compute_ids.spec(linker.name)
+        records = compute_ids.unlinkable(conn, spec)
+        reasons = collections.Counter(reason for _, _, reason in records)
+        out[linker.name] = {
+            'linkable': compute_ids.remaining(conn, spec),
+            'unlinkable': dict(sorted(reasons.items())),
+            'records': [{'id': i, 'key': list(k), 'reason': why}
+                        for i, k, why in records[:LIST_LIMIT]],
+        }
+    return out
+
+
+def audit_cell(cctx):
+    from nova.db.main import api as main_db
+
+    with main_db.get_context_manager(cctx).reader.using(cctx) as session:
+        conn = session.connection()
+        return {'instances': _instances(conn),
+                'migrations': _migrations(conn),
+                'compute_nodes': _compute_nodes(conn),
+                'unlinked': _unlinked(conn)}
+
+
+def linkable_left(cctx):
+    """``{migration name: linkable records}`` in one cell; cheap."""
+    from nova.db.main import api as main_db
+
+    with main_db.get_context_manager(cctx).reader.using(cctx) as session:
+        conn = session.connection()
+        return {linker.name: compute_ids.remaining(
+            conn, compute_ids.spec(linker.name)) for linker in compute_ids.ALL}
+
+
+def collect(ctx, cells=None):
+    from nova import context as nova_context
+    from nova import objects
+
+    cells = cells if cells is not None else objects.CellMappingList.get_all(
+        ctx)
+    report = {}
+    for cell in cells:
+        with nova_context.target_cell(ctx, cell) as cctx:
+            report[cell.name or cell.uuid] = audit_cell(cctx)
+    return report
+
+
+def needs_attention(report):
+    return any(cell[k] for cell in report.values()
+               for k in ('instances', 'migrations', 'compute_nodes')) or any(
+        u['linkable'] for cell in report.values()
+        for u in cell['unlinked'].values())
+
+
+def run(ctx, conf, args, out=None):
+    out = out or sys.stdout
+    report = collect(ctx)
+    if getattr(args, 'format', 'table') == 'json':
+        print(json.dumps(report, indent=2, sort_keys=True), file=out)
+    else:
+        _print_tables(report, out)
+    return 1 if needs_attention(report) else 0
+
+
+def _print_tables(report, out):
+    import prettytable
+
+    table = prettytable.PrettyTable(
+        ['Cell', 'Migration', 'Linkable', 'Unlinkable (reason: count)'])
+    for cell, data in report.items():
+        for name, u in data['unlinked'].items():
+            table.add_row([cell, name, u['linkable'], ', '.join(
+                '%s: %d' % kv for kv in u['unlinkable'].items()) or '-'])
+    print(table, file=out)
+    table = prettytable.PrettyTable(['Cell', 'Kind', 'UUID', 'Host', 'Node',
+                                     'Reason'])
+    for cell, data in report.items():
+        for kind in ('instances', 'migrations', 'compute_nodes'):
+            for r in data[kind]:
+                table.add_row([cell, kind, r['uuid'], r['host'], r['node'],
+                               r['reason']])
+        for name, u in data['unlinked'].items():
+            for r in u['records']:
+                table.add_row([cell, name, r['id'], '/'.join(
+                    str(k) for k in r['key']), '', r['reason']])
+    print('Disagreements and unlinkable records:', file=out)
+    print(table, file=out)
