@@ -11,7 +11,12 @@
 # under the License.
 """What nova_ext's commands that read nova.conf share."""
 
+import signal
+import threading
+
 from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
 
 
 def add_config_arguments(parser):
@@ -40,3 +45,19 @@ def configure(prog, args):
     logging.setup(config.CONF, prog)
     objects.register_all()
     return config.CONF
+
+
+def serve(prog, service):
+    """Run ``service`` (``start()``/``stop()``) until SIGTERM or SIGINT."""
+    stopping = threading.Event()
+
+    def _stop(signum, frame):
+        stopping.set()
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    service.start()
+    while not stopping.wait(1):
+        pass
+    LOG.info('%s stopping', prog)
+    service.stop()
+    return 0

@@ -23,17 +23,11 @@ cloud at a time; ``--no-reconcile`` leaves that to the others (or to
 """
 
 import argparse
-import signal
 import sys
-import threading
-
-from oslo_log import log as logging
 
 from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
-
-LOG = logging.getLogger(__name__)
 
 
 def parse_args(argv):
@@ -56,15 +50,4 @@ def main(argv=None):
 
     indexer = listener.Indexer(conf, run_worker=not args.no_worker,
                                run_reconcile=not args.no_reconcile)
-    stopping = threading.Event()
-
-    def _stop(signum, frame):
-        stopping.set()
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    indexer.start()
-    while not stopping.wait(1):
-        pass
-    LOG.info('nova-ext-indexer stopping')
-    indexer.stop()
-    return 0
+    return common.serve('nova-ext-indexer', indexer)

@@ -22,17 +22,11 @@ counts.
 """
 
 import argparse
-import signal
 import sys
-import threading
-
-from oslo_log import log as logging
 
 from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
-
-LOG = logging.getLogger(__name__)
 
 
 def parse_args(argv):
@@ -59,15 +53,4 @@ def main(argv=None):
         stats = watcher.sweep()
         print(' '.join('%s=%d' % kv for kv in sorted(stats.items())))
         return 0
-    stopping = threading.Event()
-
-    def _stop(signum, frame):
-        stopping.set()
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    watcher.start()
-    while not stopping.wait(1):
-        pass
-    LOG.info('nova-ext-status-watcher stopping')
-    watcher.stop()
-    return 0
+    return common.serve('nova-ext-status-watcher', watcher)
