@@ -112,6 +112,25 @@ class _ComputeStatusBase(base.NovaExtTestCase):
 class TestStockNovaNoValidHost(_ComputeStatusBase):
     """No nova_ext request filter: Nova's own behaviour."""
 
+    def setUp(self):
+        super().setUp()
+        # Placement does not shuffle allocation candidates by default; it
+        # lists them in an order fixed by the order the computes happened
+        # to register in. The compute left healthy is the one it lists
+        # last, so that a limit leaves it out on every run.
+        self.HEALTHY = self._listed_last()
+
+    def _listed_last(self):
+        body = self.placement.get(
+            '/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,'
+            'DISK_GB:1', version='1.12').body
+        order = [list(request['allocations'])[0]
+                 for request in body['allocation_requests']]
+        host_of = {self._get_provider_uuid_by_host(host): host
+                   for host in self.computes}
+        self.assertEqual(set(host_of), set(order))
+        return host_of[order[-1]]
+
     def test_down_computes_exhaust_max_placement_results(self):
         self.flags(max_placement_results=2, group='scheduler')
         # The watcher runs and marks them, but nothing forbids the trait.
