@@ -37,41 +37,38 @@ from nova_ext.object_migrations import compute_ids
 LIST_LIMIT = 100
 
 
-def _instances(conn):
-    i, _, cn, _ = compute_ids._tables()
+def _links(conn, table, host, node, link):
+    """Live records of ``table`` whose ``link`` disagrees with host/node.
+
+    :param host, node, link: the names of the record's host, node and
+        compute node id columns.
+    """
+    cn = compute_ids._tables()[2]
+    t = table.c
     rows = conn.execute(
-        sa.select(i.c.uuid, i.c.host, i.c.node, i.c.compute_id,
+        sa.select(t.uuid, t[host].label('host'), t[node].label('node'),
+                  t[link].label('link'),
                   cn.c.host.label('cn_host'),
                   cn.c.hypervisor_hostname.label('cn_node'),
                   cn.c.deleted.label('cn_deleted'))
-        .select_from(i.outerjoin(cn, cn.c.id == i.c.compute_id))
-        .where(i.c.deleted == 0, i.c.compute_id.is_not(None),
+        .select_from(table.outerjoin(cn, cn.c.id == t[link]))
+        .where(t.deleted == 0, t[link].is_not(None),
                sa.or_(cn.c.id.is_(None), cn.c.deleted != 0,
-                      i.c.node.is_(None),
-                      cn.c.hypervisor_hostname != i.c.node,
-                      cn.c.host != i.c.host))
-        .order_by(i.c.id))
-    return [_disagreement(r.uuid, r.host, r.node, r.compute_id, r)
-            for r in rows]
+                      t[node].is_(None),
+                      cn.c.hypervisor_hostname != t[node],
+                      cn.c.host != t[host]))
+        .order_by(t.id))
+    return [_disagreement(r.uuid, r.host, r.node, r.link, r) for r in rows]
+
+
+def _instances(conn):
+    return _links(conn, compute_ids._tables()[0], 'host', 'node',
+                  'compute_id')
 
 
 def _migrations(conn):
-    _, m, cn, _ = compute_ids._tables()
-    rows = conn.execute(
-        sa.select(m.c.uuid, m.c.dest_compute, m.c.dest_node,
-                  m.c.dest_compute_id,
-                  cn.c.host.label('cn_host'),
-                  cn.c.hypervisor_hostname.label('cn_node'),
-                  cn.c.deleted.label('cn_deleted'))
-        .select_from(m.outerjoin(cn, cn.c.id == m.c.dest_compute_id))
-        .where(m.c.deleted == 0, m.c.dest_compute_id.is_not(None),
-               sa.or_(cn.c.id.is_(None), cn.c.deleted != 0,
-                      m.c.dest_node.is_(None),
-                      cn.c.hypervisor_hostname != m.c.dest_node,
-                      cn.c.host != m.c.dest_compute))
-        .order_by(m.c.id))
-    return [_disagreement(r.uuid, r.dest_compute, r.dest_node,
-                          r.dest_compute_id, r) for r in rows]
+    return _links(conn, compute_ids._tables()[1], 'dest_compute',
+                  'dest_node', 'dest_compute_id')
 
 
 def _disagreement(uuid, host, node, compute_id, row):
