@@ -44,6 +44,12 @@ def _at_least(minimum):
     return parse
 
 
+def _add_output(parser, benchmark):
+    default = os.path.join('.', 'bench-results', benchmark + '.json')
+    parser.add_argument('--output', default=default,
+                        help='JSON results file (default %s)' % default)
+
+
 def _add_seams(subparsers):
     parser = subparsers.add_parser(
         'seams', help='what attaching nova_ext, with nothing enabled, '
@@ -62,11 +68,7 @@ def _add_seams(subparsers):
     parser.add_argument('--notifications', type=_at_least(1), default=2000,
                         help='versioned notifications per timed round '
                              '(default 2000)')
-    parser.add_argument('--output',
-                        default=os.path.join('.', 'bench-results',
-                                             'seams.json'),
-                        help='JSON results file (default '
-                             './bench-results/seams.json)')
+    _add_output(parser, 'seams')
 
 
 def _cell_counts(text):
@@ -96,11 +98,7 @@ def _add_list(subparsers):
     parser.add_argument('--repeat', type=_at_least(1), default=5,
                         help='timed requests per query and path, after 2 '
                              'warm-ups (default 5)')
-    parser.add_argument('--output',
-                        default=os.path.join('.', 'bench-results',
-                                             'list.json'),
-                        help='JSON results file (default '
-                             './bench-results/list.json)')
+    _add_output(parser, 'list')
     parser.add_argument('--plot',
                         default=os.path.join('.', 'bench-results',
                                              'list.png'),
@@ -150,11 +148,7 @@ def _add_ingest(subparsers):
                              'in the freshness runs (default 100,500)')
     parser.add_argument('--duration', type=_seconds, default=10.0,
                         help='seconds of each freshness run (default 10)')
-    parser.add_argument('--output',
-                        default=os.path.join('.', 'bench-results',
-                                             'ingest.json'),
-                        help='JSON results file (default '
-                             './bench-results/ingest.json)')
+    _add_output(parser, 'ingest')
 
 
 def _add_schedule(subparsers):
@@ -174,11 +168,7 @@ def _add_schedule(subparsers):
                         help='requests per share and filter set '
                              '(default 100)')
     parser.add_argument('--seed', type=int, default=1)
-    parser.add_argument('--output',
-                        default=os.path.join('.', 'bench-results',
-                                             'schedule.json'),
-                        help='JSON results file (default '
-                             './bench-results/schedule.json)')
+    _add_output(parser, 'schedule')
 
 
 def parse_args(argv):
