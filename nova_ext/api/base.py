@@ -26,8 +26,10 @@ SERVERS_INDEX = 'servers:index'     # GET /servers
 SERVERS_DETAIL = 'servers:detail'   # GET /servers/detail
 SERVERS_CREATE = 'servers:create'   # POST /servers
 SERVER_ACTION = 'servers:action'    # POST /servers/{server_id}/action
+SERVER_DELETE = 'servers:delete'    # DELETE /servers/{server_id}
 
-ROUTES = (SERVERS_INDEX, SERVERS_DETAIL, SERVERS_CREATE, SERVER_ACTION)
+ROUTES = (SERVERS_INDEX, SERVERS_DETAIL, SERVERS_CREATE, SERVER_ACTION,
+          SERVER_DELETE)
 
 # Where the filter leaves the matched route. Not in webob's urlvars: Nova's
 # router overwrites those once a handler delegates to it.
@@ -65,7 +67,8 @@ class Handler(abc.ABC):
         :param request: a ``webob.Request``;
             ``request.environ['nova.context']`` is the caller's
             RequestContext and :func:`route_of` gives the route's name and
-            variables (``server_id`` for ``servers:action``).
+            variables (``server_id`` for ``servers:action`` and
+            ``servers:delete``).
         :param application: the WSGI application that answers the request
             if this handler does not; call ``request.get_response
             (application)`` to delegate.

@@ -23,6 +23,7 @@ _TABLE = (
     (base.SERVERS_DETAIL, 'GET', r'/servers/detail/?'),
     (base.SERVERS_CREATE, 'POST', r'/servers/?'),
     (base.SERVER_ACTION, 'POST', r'/servers/(?P<server_id>[^/]+)/action/?'),
+    (base.SERVER_DELETE, 'DELETE', r'/servers/(?P<server_id>[^/]+)/?'),
 )
 _COMPILED = tuple((name, method, re.compile('^%s%s$' % (_PROJECT, path)))
                   for name, method, path in _TABLE)

@@ -23,6 +23,10 @@
 - ``purge``: drop tombstones older than ``[nova_ext_index]
   deleted_retention``.
 
+``nova-ext-manage api_db sync [--revision R]`` creates or upgrades
+nova_ext's tables in Nova's API database (rebuild from cell0), and
+``api_db version`` prints their revision.
+
 ``nova-ext-manage db online_data_migrations [--max-count N]`` runs the
 ``[nova_ext_object_migrations]`` migrations in every cell
 (``manage_db.py``); ``nova-ext-manage compute-ids audit [--format
@@ -75,6 +79,12 @@ def build_parser():
                               help='run the enabled migrations in every cell')
     odm.add_argument('--max-count', type=int, dest='max_count',
                      help='one batch of at most this many records per cell')
+    api_db = area.add_parser('api_db',
+                             help="nova_ext's tables in the API database")
+    commands = api_db.add_subparsers(dest='command', required=True)
+    sync = commands.add_parser('sync', help='create/upgrade the tables')
+    sync.add_argument('--revision', default='head')
+    commands.add_parser('version', help='print the tables\' revision')
     ids = area.add_parser('compute-ids', help='compute object id linkage')
     commands = ids.add_subparsers(dest='command', required=True)
     audit = commands.add_parser('audit', help='read-only linkage report')
@@ -92,7 +102,7 @@ def main(argv=None):
     from nova_ext.cmd import manage_db
     from nova_ext.cmd import manage_index
     areas = {'index': manage_index.run, 'db': manage_db.run,
-             'compute-ids': compute_ids.run}
+             'api_db': manage_db.run_api_db, 'compute-ids': compute_ids.run}
     try:
         return areas[args.area](nova_context.get_admin_context(), conf, args)
     except Exception as e:

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``nova-ext-manage db online_data_migrations [--max-count N]``.
+"""``nova-ext-manage db online_data_migrations [--max-count N]`` and
+``nova-ext-manage api_db sync|version``.
 
 Runs the migrations enabled in ``[nova_ext_object_migrations] migrations``
 in every cell, with nova-manage's batching: without ``--max-count``,
@@ -121,3 +122,14 @@ def _print_table(out, migrations, cells, totals, left):
             table.add_row([name, cell.identity, found, done,
                            '?' if rest is None else rest])
     print(table, file=out)
+
+
+def run_api_db(ctx, conf, args, out=None):
+    """``api_db sync [--revision R]`` and ``api_db version``."""
+    from nova_ext.cell0_rebuild import migration
+
+    out = out or sys.stdout
+    if args.command == 'sync':
+        migration.db_sync(args.revision)
+    print('%s (head %s)' % (migration.current(), migration.head()), file=out)
+    return 0

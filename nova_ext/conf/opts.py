@@ -17,6 +17,7 @@
 """
 
 from nova_ext.conf import api
+from nova_ext.conf import cell0_rebuild
 from nova_ext.conf import compute_status
 from nova_ext.conf import index
 from nova_ext.conf import instance_list
@@ -28,6 +29,7 @@ from nova_ext.conf import searchlight
 # One module per option group; a new group is a new module added here.
 MODULES = (
     api,
+    cell0_rebuild,
     compute_status,
     index,
     instance_list,

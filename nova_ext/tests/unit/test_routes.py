@@ -34,6 +34,10 @@ class TestRoutes(base.TestCase):
             ('GET', '/project1/servers/detail', api_base.SERVERS_DETAIL, {}),
             ('POST', '/project1/servers/abc/action',
              api_base.SERVER_ACTION, {'server_id': 'abc'}),
+            ('DELETE', '/servers/abc', api_base.SERVER_DELETE,
+             {'server_id': 'abc'}),
+            ('DELETE', '/project1/servers/abc/', api_base.SERVER_DELETE,
+             {'server_id': 'abc'}),
         ]
         for method, path, route, urlvars in cases:
             self.assertEqual((route, urlvars),
@@ -42,7 +46,8 @@ class TestRoutes(base.TestCase):
 
     def test_not_ours(self):
         for method, path in [('GET', '/servers/abc'),
-                             ('DELETE', '/servers/abc'),
+                             ('DELETE', '/servers/abc/action'),
+                             ('DELETE', '/servers'),
                              ('PUT', '/servers/detail'),
                              ('GET', '/flavors'),
                              ('GET', '/servers/abc/os-interface'),
