@@ -39,7 +39,9 @@ from nova_ext.cell0_rebuild import capture
 from nova_ext.cell0_rebuild import compute_api
 from nova_ext.cell0_rebuild import eligibility
 from nova_ext.cell0_rebuild import objects as ext_objects
+from nova_ext import compat
 from nova_ext import conf as ext_conf
+from nova_ext import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -76,10 +78,18 @@ class Cell0RebuildHandler(base.Handler):
 
     def __init__(self, conf=None):
         self.conf = conf or ext_conf.CONF
+        # It runs Nova's own controller and compute API helpers, so it is
+        # attached only to the Nova series it was tested with.
+        try:
+            compat.check_nova_version('rebuild from cell0')
+            self.supported = True
+        except exception.UnsupportedNovaVersion as e:
+            LOG.error('%s', e)
+            self.supported = False
 
     def __call__(self, request, application):
         # Read per request, so switching it off needs no pipeline rebuild.
-        if not self.conf.nova_ext_cell0_rebuild.enabled:
+        if not (self.supported and self.conf.nova_ext_cell0_rebuild.enabled):
             return request.get_response(application)
         route, urlvars = base.route_of(request)
         if route == base.SERVERS_CREATE:

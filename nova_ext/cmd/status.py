@@ -110,9 +110,40 @@ class Checks(upgradecheck.UpgradeCommands):
             code.SUCCESS, 'Every linkable record is linked to its compute '
             'object.')
 
+    def _check_cell0_rebuild(self):
+        from nova_ext.cell0_rebuild import migration
+
+        code = upgradecheck.Code
+        if not self.conf.nova_ext_cell0_rebuild.enabled:
+            return upgradecheck.Result(
+                code.SUCCESS, 'Rebuild from cell0 is not enabled.')
+        try:
+            current = migration.current()
+        except Exception as e:
+            return upgradecheck.Result(
+                code.FAILURE, "nova_ext's tables in the API database cannot "
+                'be read (%s: %s).' % (type(e).__name__, e))
+        if current != migration.head():
+            # Without the table nova-api records nothing at create time
+            # and every rebuild from cell0 gets a 409.
+            return upgradecheck.Result(
+                code.FAILURE, "nova_ext's tables in the API database are at "
+                '%s, not %s: run "nova-ext-manage api_db sync".'
+                % (current, migration.head()))
+        if 'build-capture-purge' not in (
+                self.conf.nova_ext_object_migrations.migrations):
+            return upgradecheck.Result(
+                code.WARNING, 'build-capture-purge is not in [nova_ext_'
+                'object_migrations] migrations: the records of servers '
+                'created are kept until they are deleted through the API.')
+        return upgradecheck.Result(
+            code.SUCCESS, 'Rebuild from cell0 is enabled and its table is '
+            'current.')
+
     _upgrade_checks = (
         ('Instance index', _check_instance_index),
         ('Compute object ids', _check_compute_ids),
+        ('Rebuild from cell0', _check_cell0_rebuild),
     )
 
 

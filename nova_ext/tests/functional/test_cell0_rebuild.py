@@ -17,16 +17,23 @@ Computes start small (``fake.SmallFakeDriver``: 8 GiB of RAM), so a
 Casts are real casts (the conductor builds asynchronously, as deployed).
 """
 
+import argparse
+import io
+
 from nova.compute import api as compute_api
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
 from nova.tests.functional.api import client
 from nova.tests.unit import fake_crypto
+from oslo_upgradecheck import upgradecheck
 
 from nova_ext.cell0_rebuild import flow
 from nova_ext.cell0_rebuild import migration
 from nova_ext.cell0_rebuild import objects as ext_objects
+from nova_ext.cmd import manage_db
+from nova_ext.cmd import status as status_cmd
+from nova_ext import conf as ext_conf
 from nova_ext.object_migrations import build_captures
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import population
@@ -275,6 +282,25 @@ class TestCell0Rebuild(Cell0RebuildBase):
 
 class TestCell0RebuildRefusals(Cell0RebuildBase):
 
+    def test_concurrent_rebuild_gets_409(self):
+        server = self._bury()
+        self._add_capacity()
+        real = flow.map_to
+        second = []
+
+        def _second_rebuild_first(context, buried, cell):
+            if cell is None and not second:
+                # Another rebuild arrives while this one holds the build
+                # request: the server still looks buried to it.
+                second.append(self._rebuild_fails(server['id'], 409))
+            real(context, buried, cell)
+        self.stub_out('nova_ext.cell0_rebuild.flow.map_to',
+                      _second_rebuild_first)
+        self._rebuild(server['id'])
+        self.assertIn('already being rebuilt',
+                      second[0]['conflictingRequest']['message'])
+        self._wait_for_state_change(server, 'ACTIVE')
+
     def test_other_project_gets_404(self):
         server = self._bury()
         other = population.other_project_api(self)
@@ -391,3 +417,33 @@ class TestStockNova(Cell0RebuildBase):
         body = self._rebuild_fails(server['id'], 409)
         self.assertIn('invalid state', body['conflictingRequest']['message'])
         self.assertIsInstance(compute_api.API(), compute_api.API)
+
+
+class TestOperations(Cell0RebuildBase):
+    """nova-ext-manage api_db and nova-ext-status."""
+
+    def _setup_services(self):
+        # The operator has not run nova-ext-manage api_db sync yet.
+        base.NovaExtTestCase._setup_services(self)
+
+    def _check(self):
+        checks = status_cmd.Checks(ext_conf.CONF, self.ctxt)
+        return checks._check_cell0_rebuild()
+
+    def test_sync_version_and_status(self):
+        self.assertEqual(upgradecheck.Code.FAILURE, self._check().code)
+        out = io.StringIO()
+        args = argparse.Namespace(command='version')
+        manage_db.run_api_db(self.ctxt, ext_conf.CONF, args, out=out)
+        self.assertEqual('None (head %s)' % migration.head(),
+                         out.getvalue().strip())
+        args = argparse.Namespace(command='sync', revision='head')
+        self.assertEqual(0, manage_db.run_api_db(self.ctxt, ext_conf.CONF,
+                                                 args, out=out))
+        self.assertEqual(migration.head(), migration.current())
+        self.assertEqual(upgradecheck.Code.WARNING, self._check().code)
+        self.flags(migrations=['build-capture-purge'],
+                   group='nova_ext_object_migrations')
+        self.assertEqual(upgradecheck.Code.SUCCESS, self._check().code)
+        # Nova's own API database migrations do not see nova_ext's.
+        self.assertNotEqual(migration.VERSION_TABLE, 'alembic_version')
