@@ -48,24 +48,32 @@ CI installs them, so a missing server is a broken environment, not a
 reason to skip.
 """
 
+import datetime
 import time
 import urllib.parse
 import uuid
 
 import fixtures
+from nova.db.api import models as api_models
 from nova.db.main import models as nova_models
 from oslo_config import fixture as config_fixture
 from oslotest import base as oslotest_base
 import sqlalchemy as sa
+from sqlalchemy import orm
 
+from nova_ext.cell0_rebuild import migration as cell0_migration
+from nova_ext.cell0_rebuild import models as cell0_models
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
 from nova_ext.index import source
+from nova_ext.object_migrations import build_captures
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_parity
+
+CELL0 = build_captures.CELL0_UUID
 
 #: Query parameters that Nova filters with a regular expression.
 REGEX_FILTERS = ('name=', 'node=', 'hostname=', 'key_name=',
@@ -219,6 +227,72 @@ class _Schema(_OnServer):
             got = conn.execute(sa.select(source.INSTANCES.c.display_name)
                                .where(source.INSTANCES.c.id == row['id']))
             self.assertEqual(UNICODE_NAME, got.scalar())
+
+
+class _ApiDatabaseTables(_OnServer):
+    """nova_ext's table in Nova's API database, on the backend."""
+
+    def setUp(self):
+        super().setUp()
+        url = self.sql_server.create_database(
+            'api_%s' % uuid.uuid4().hex[:12])
+        self.engine = sa.create_engine(url)
+        self.addCleanup(self.engine.dispose)
+        # Nova's own API tables, as nova-manage api_db sync leaves them.
+        api_models.BASE.metadata.create_all(self.engine)
+        cell0_migration.db_sync(engine=self.engine)
+
+    def test_captures_and_purge(self):
+        self.assertEqual(cell0_migration.head(),
+                         cell0_migration.current(engine=self.engine))
+        captures = cell0_models.BuildCapture.__table__
+        cells = api_models.CellMapping.__table__
+        mappings = api_models.InstanceMapping.__table__
+        now = datetime.datetime(2026, 11, 23, 4, 0, 0)
+        with self.engine.begin() as conn:
+            for n, cell_uuid in enumerate((CELL0, str(uuid.uuid4()))):
+                conn.execute(cells.insert().values(
+                    id=n + 1, uuid=cell_uuid, name='cell%d' % n,
+                    transport_url='none:///', database_connection='x',
+                    disabled=False))
+            # buried (kept), built in a real cell, deleted, never mapped
+            for uuid_, cell_id, qfd in (('a' * 32, 1, False),
+                                        ('b' * 32, 2, False),
+                                        ('c' * 32, 1, True),
+                                        ('d' * 32, None, None)):
+                if qfd is not None:
+                    conn.execute(mappings.insert().values(
+                        instance_uuid=uuid_, cell_id=cell_id,
+                        project_id='p', queued_for_delete=qfd))
+                conn.execute(captures.insert().values(
+                    instance_uuid=uuid_, project_id='p',
+                    requested_networks='{"x": "\u540d"}',
+                    personality=False, created_at=now))
+        # One capture per server (PostgreSQL aborts the transaction).
+        with self.engine.begin() as conn:
+            self.assertRaises(sa.exc.IntegrityError, conn.execute,
+                              captures.insert().values(
+                                  instance_uuid='a' * 32, project_id='p',
+                                  personality=False, created_at=now))
+        with orm.Session(self.engine) as session:
+            orphans = build_captures._orphans(session, 10)
+        with self.engine.connect() as conn:
+            by_id = dict(conn.execute(sa.select(
+                captures.c.id, captures.c.instance_uuid)).all())
+            self.assertEqual('{"x": "\u540d"}', conn.execute(sa.select(
+                captures.c.requested_networks)).scalars().first())
+        self.assertEqual(['b' * 32, 'c' * 32, 'd' * 32],
+                         sorted(by_id[i] for i in orphans))
+
+
+class TestApiDatabaseTablesOnPostgreSQL(_ApiDatabaseTables,
+                                        oslotest_base.BaseTestCase):
+    SERVER = sqlserver.PostgreSQL
+
+
+class TestApiDatabaseTablesOnMariaDB(_ApiDatabaseTables,
+                                     oslotest_base.BaseTestCase):
+    SERVER = sqlserver.MariaDB
 
 
 class _HarnessIndex(_OnServer):
