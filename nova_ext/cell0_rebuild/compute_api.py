@@ -30,11 +30,13 @@ from nova.compute import vm_states
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova.network import model as network_model
+from nova import notifications
 from nova import objects
 from nova.pci import request as pci_request
 from nova import utils
 from nova.virt import hardware
 from oslo_log import log as logging
+from oslo_utils import excutils
 import webob.exc
 
 from nova_ext.cell0_rebuild import eligibility
@@ -65,9 +67,8 @@ class Cell0RebuildAPI(compute_api.API):
         build_request, spec, image, networks = self._prepare(
             context, buried, image_href, files_to_inject or [], kwargs)
         try:
-            flow.run(context, buried, build_request, spec, image,
-                     admin_password, files_to_inject or [], networks,
-                     self.compute_task_api)
+            self._run(context, buried, build_request, spec, image,
+                      admin_password, files_to_inject or [], networks)
         except flow.AlreadyRebuilding:
             raise webob.exc.HTTPConflict(explanation=(
                 'Server %s is already being rebuilt.' % instance.uuid))
@@ -87,6 +88,29 @@ class Cell0RebuildAPI(compute_api.API):
                 'Server %s could not be rebuilt from cell0 (%s: %s); it was '
                 'left as it was and can be rebuilt again.'
                 % (instance.uuid, type(e).__name__, e)))
+
+    def _run(self, context, buried, build_request, spec, image,
+             admin_password, files, networks):
+        """The flow, then Nova's state change notification either way."""
+        try:
+            flow.run(context, buried, build_request, spec, image,
+                     admin_password, files, networks, self.compute_task_api)
+        except Exception:
+            with excutils.save_and_reraise_exception():
+                # Undone, but perhaps buried again as a new row.
+                notifications.send_update_with_states(
+                    context, buried.instance, vm_states.ERROR,
+                    vm_states.ERROR, None, None, service='api')
+            return
+        # The server left cell0 without being deleted. Say so, as the
+        # conductor does when a build request becomes an instance, so that
+        # whatever follows notifications (the instance index, Searchlight,
+        # billing) reads it again.
+        shown = build_request.instance
+        shown.tags = build_request.tags
+        notifications.send_update_with_states(
+            context, shown, vm_states.ERROR, vm_states.BUILDING, None,
+            task_states.SCHEDULING, service='api')
 
     @staticmethod
     def _buried(context, instance_uuid):

@@ -51,8 +51,10 @@ def refresh(ctx, conf, uuids):
 
     Each instance is read from the cell its instance mapping names. An
     instance without a mapping has been archived (or never existed) and
-    leaves the index; one whose mapping has no cell yet is still a build
-    request, which Nova lists from the API database, and is left alone.
+    leaves the index. One whose mapping has no cell is a build request,
+    which Nova lists from the API database; it leaves the index too, since
+    a row the index holds for it is from a cell it has left (a server
+    rebuilt from cell0 is hard-deleted there, without a delete event).
 
     :returns: ``(Totals, failed uuids)``; a cell that cannot be read fails
         its uuids without failing the others.
@@ -70,7 +72,7 @@ def refresh(ctx, conf, uuids):
             by_cell[cell_uuid].append(uuid)
     cells = {cell_uuid: objects.CellMapping.get_by_uuid(ctx, cell_uuid)
              for cell_uuid in by_cell}
-    unmapped = [u for u in uuids if u not in mapped]
+    unmapped = [u for u in uuids if mapped.get(u) is None]
     if unmapped:
         totals = totals._replace(removed=_again_if_raced(
             remove, engine, unmapped))

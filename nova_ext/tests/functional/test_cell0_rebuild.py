@@ -27,6 +27,7 @@ from nova import objects
 from nova.tests.functional.api import client
 from nova.tests.unit import fake_crypto
 from oslo_upgradecheck import upgradecheck
+import sqlalchemy as sa
 
 from nova_ext.cell0_rebuild import flow
 from nova_ext.cell0_rebuild import migration
@@ -34,8 +35,10 @@ from nova_ext.cell0_rebuild import objects as ext_objects
 from nova_ext.cmd import manage_db
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
+from nova_ext.entry_points import api as api_entry_point
 from nova_ext.object_migrations import build_captures
 from nova_ext.tests.functional import base
+from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import population
 
 NET = '3cb9bc59-5699-4588-a4b1-b87f96708bc6'     # NeutronFixture.network_1
@@ -447,3 +450,57 @@ class TestOperations(Cell0RebuildBase):
         self.assertEqual(upgradecheck.Code.SUCCESS, self._check().code)
         # Nova's own API database migrations do not see nova_ext's.
         self.assertNotEqual(migration.VERSION_TABLE, 'alembic_version')
+
+
+class TestCell0RebuildWithIndex(Cell0RebuildBase):
+    """The instance index follows a server out of cell0 and back."""
+
+    NOVA_EXT_OPTIONS = {
+        'nova_ext_cell0_rebuild': {'enabled': True},
+        'nova_ext_instance_list': {'driver': 'index'},
+        'nova_ext_notifications': {'consumers': ['index']},
+        'notifications': {'notification_format': 'versioned',
+                          'notify_on_state_change': 'vm_and_task_state'},
+    }
+
+    def _setup_services(self):
+        self.index = self.useFixture(ext_fixtures.IndexFixture(self))
+        super()._setup_services()
+
+    def _indexed(self):
+        """Server ids and statuses the index serves, checked against Nova."""
+        self.index.wait_fresh()
+        with api_entry_point.stock_instance_list():
+            stock = self.api.get_servers(detail=True)
+        served = self.api.get_servers(detail=True)
+        self.assertEqual(stock, served)
+        with self.index.engine.connect() as conn:
+            held = {u for (u,) in conn.execute(sa.text(
+                'SELECT uuid FROM instances WHERE deleted = 0'))}
+        return {s['id']: s['status'] for s in served}, held
+
+    def test_index_follows_rebuild(self):
+        server = self._bury()
+        self.assertEqual(({server['id']: 'ERROR'}, {server['id']}),
+                         self._indexed())
+        self._add_capacity()
+        self._rebuild(server['id'])
+        self._wait_for_state_change(server, 'ACTIVE')
+        self.assertEqual(({server['id']: 'ACTIVE'}, {server['id']}),
+                         self._indexed())
+
+    def test_deleted_while_rebuilding_leaves_the_index(self):
+        server = self._bury()
+        self._add_capacity()
+        real = flow.hard_delete
+
+        def _deleted_first(context, buried):
+            self.api.delete_server(server['id'])
+            real(context, buried)
+        self.stub_out('nova_ext.cell0_rebuild.flow.hard_delete',
+                      _deleted_first)
+        self._rebuild_fails(server['id'], 404)
+        self._wait_until_deleted(server)
+        # Nothing tells the index the row left cell0 but nova_ext's own
+        # state change notification.
+        self.assertEqual(({}, set()), self._indexed())
