@@ -26,6 +26,23 @@ if is_service_enabled nova-ext; then
         # Nova's config files are written and Nova is not started yet.
         echo_summary "Attaching nova_ext to Nova"
         configure_nova_ext
+        # init_nova has made Nova's API database: add nova_ext's tables to
+        # it (rebuild from cell0) before nova-api starts. Idempotent.
+        if is_service_enabled n-api; then
+            NOVA_EXT_MANAGE="$(dirname "$(nova_ext_python)")/nova-ext-manage"
+            "$NOVA_EXT_MANAGE" --config-file "$NOVA_CONF" api_db sync || \
+                die $LINENO "nova_ext: could not create nova_ext's tables in Nova's API database"
+        fi
+        if [[ "$NOVA_EXT_CELL0_REBUILD" == "True" ]]; then
+            # Read by nova-api, from $NOVA_CONF.
+            iniset "$NOVA_CONF" nova_ext_cell0_rebuild enabled True
+            # Its records are purged by this online data migration (run by
+            # nova-ext-manage db online_data_migrations), unless the
+            # operator chose the migrations explicitly.
+            if [[ -z "$NOVA_EXT_OBJECT_MIGRATIONS" ]]; then
+                iniset "$NOVA_CONF" nova_ext_object_migrations migrations build-capture-purge
+            fi
+        fi
 
     elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
         # Nova is running.

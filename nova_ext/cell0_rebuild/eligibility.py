@@ -13,9 +13,10 @@
 
 The spec's rule: a server that never launched because the scheduler found
 no host with enough resources. Its fault (recorded by the conductor when
-it buried the server) says why: Nova's ``NoValidHost``, or the conductor's
-quota recheck (``TooManyInstances``), but not ``MaxRetriesExceeded``,
-which the spec leaves out. Everything else keeps stock Nova's answer.
+it buried the server) says why: Nova's ``NoValidHost``, but not
+``MaxRetriesExceeded``, which the spec leaves out. (A failed quota recheck
+leaves the server in the cell that was chosen, not in cell0.) Everything
+else keeps stock Nova's answer.
 """
 
 from nova.compute import vm_states
@@ -24,7 +25,7 @@ from nova import exception as nova_exception
 # A fault keeps the formatted message, not the exception's class; these are
 # the fixed starts of the messages, taken from Nova's own formats so that a
 # change in Nova changes them too.
-_ELIGIBLE = (nova_exception.NoValidHost, nova_exception.TooManyInstances)
+_ELIGIBLE = (nova_exception.NoValidHost,)
 _EXCLUDED = (nova_exception.MaxRetriesExceeded,)
 
 

@@ -46,7 +46,7 @@ resources (not for exceeding build retries).
 The lowest compute API microversion at which a rebuild request may rebuild
 a server from cell0. Requests at older microversions keep stock Nova's 409,
 so that clients written against them see no change. Unset means the
-maximum microversion of the installed Nova (2.100 for Nova 34), so a client
+maximum microversion of the installed Nova (2.104 for Nova 34), so a client
 opts in by asking for it.
 """),
 ]

@@ -45,6 +45,8 @@ NET = '3cb9bc59-5699-4588-a4b1-b87f96708bc6'     # NeutronFixture.network_1
 IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'   # GlanceFixture
 OTHER_IMAGE = 'a2459075-d96c-40d5-893e-577ff92e721c'
 BFV_VOLUME = '6ca404f3-d844-4169-bb96-bc792f37de98'  # image IMAGE inside
+USER_DATA = 'IyEvYmluL3NoCmVjaG8gaGkK'
+PORT = 'ce531f90-199f-48c0-816c-13e38010b442'   # NeutronFixture.port_1
 CERTS = ['0b5d2c72-12cc-4ba6-a8d7-3ff5cc1d8cb8',
          '674736e3-f25c-405c-8362-bbf991e0ce0a']
 
@@ -80,7 +82,9 @@ class Cell0RebuildBase(base.NovaExtTestCase):
                 'networks': [{'uuid': NET, 'tag': 'nic1'}],
                 'key_name': 'k1', 'tags': ['red', 'blue'],
                 'metadata': {'purpose': 'test'},
-                'trusted_image_certificates': CERTS}
+                'trusted_image_certificates': CERTS,
+                'user_data': USER_DATA, 'config_drive': True,
+                'hostname': 'big-host'}
         body.update(extra)
         return {k: v for k, v in body.items() if v is not None}
 
@@ -163,6 +167,9 @@ class TestCell0Rebuild(Cell0RebuildBase):
         self.assertEqual(sorted(CERTS),
                          sorted(active['trusted_image_certificates']))
         self.assertEqual('large', active['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(USER_DATA, active['OS-EXT-SRV-ATTR:user_data'])
+        self.assertEqual('True', active['config_drive'])
+        self.assertEqual('big-host', active['OS-EXT-SRV-ATTR:hostname'])
         # The requested network and its device tag came back.
         ports = self.neutron.list_ports(
             is_admin=True, device_id=server['id'])['ports']
@@ -226,7 +233,8 @@ class TestCell0Rebuild(Cell0RebuildBase):
 
     def test_new_image_and_multi_create(self):
         answer = self.api.post_server({'server': self._body(
-            min_count=2, max_count=2, return_reservation_id=True)})
+            min_count=2, max_count=2, return_reservation_id=True,
+            hostname=None)})
         reservation = answer['reservation_id']
         servers = self.api.get_servers(
             search_opts={'reservation_id': reservation})
@@ -241,6 +249,32 @@ class TestCell0Rebuild(Cell0RebuildBase):
         active = self._wait_for_state_change(servers[0], 'ACTIVE')
         self.assertEqual(OTHER_IMAGE, active['image']['id'])
         self._assert_still_buried(servers[1]['id'])
+
+    def test_port_and_no_network(self):
+        by_port = self._bury(networks=[{'port': PORT}])
+        no_net = self._bury(networks='none', tags=None)
+        self._add_capacity()
+        for server in (by_port, no_net):
+            self._rebuild(server['id'])
+            self._wait_for_state_change(server, 'ACTIVE')
+        ports = self.neutron.list_ports(is_admin=True,
+                                        device_id=by_port['id'])['ports']
+        self.assertEqual([PORT], [p['id'] for p in ports])
+        self.assertEqual([], self.neutron.list_ports(
+            is_admin=True, device_id=no_net['id'])['ports'])
+
+    def test_multi_create_without_reservation_id(self):
+        # Nova answers with the first server only; the others are found
+        # through its reservation.
+        first = self.api.post_server({'server': self._body(
+            min_count=3, networks='none', hostname=None)})
+        captured = [ext_objects.BuildCapture.get_by_instance_uuid(
+            self.ctxt, s['id']) for s in self.api.get_servers()]
+        self.assertEqual(3, len(captured))
+        self.assertEqual(1, len({c.reservation_id for c in captured}))
+        self.assertIn(first['id'], [c.instance_uuid for c in captured])
+        self.assertEqual(['none'] * 3, [
+            c.requested_networks[0].network_id for c in captured])
 
     def test_delete_forgets_capture(self):
         server = self._bury()
@@ -348,7 +382,7 @@ class TestCell0RebuildRefusals(Cell0RebuildBase):
         self.api.microversion = '2.56'
         body = self._body(personality=[{'path': '/etc/motd',
                                         'contents': 'aGVsbG8='}])
-        for key in ('tags', 'trusted_image_certificates'):
+        for key in ('tags', 'trusted_image_certificates', 'hostname'):
             body.pop(key)
         server = self.api.post_server({'server': body})
         self._wait_for_state_change(server, 'ERROR')

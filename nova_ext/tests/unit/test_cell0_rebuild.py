@@ -40,7 +40,7 @@ class TestEligibility(testtools.TestCase):
             (nova_exception.NoValidHost(
                 reason='There are not enough hosts available.'), True),
             (nova_exception.TooManyInstances(
-                overs='ram', req=1, used=2, allowed=2), True),
+                overs='ram', req=1, used=2, allowed=2), False),
             (nova_exception.MaxRetriesExceeded(reason='3 tries'), False),
             (nova_exception.InstanceNotFound(instance_id='x'), False),
         ]
