@@ -22,6 +22,7 @@ choosing the concurrency mode (see nova_ext.cmd.demo).
 import sys
 import time
 
+from nova.tests import fixtures as nova_fixtures
 import testtools
 
 from nova_ext.tests.functional import base
@@ -77,6 +78,28 @@ class _Cloud(base.NovaExtTestCase):
         self.progress.done()
         self.progress.step('starting nova-api')
         return first
+
+    def start_compute(self, cell_name, driver):
+        """One more nova-compute in a cell, with another virt driver.
+
+        Named as the others are (compute<cell>-<n>); computes started
+        afterwards get the usual driver.
+        """
+        prefix = 'compute%s-' % cell_name[len('cell'):]
+        host = '%s%d' % (prefix, 1 + sum(h.startswith(prefix)
+                                         for h in self.computes))
+        with nova_fixtures.ConfPatcher(compute_driver=driver):
+            self._start_compute(host, cell_name=cell_name)
+        return host
+
+    def restart_api(self):
+        """Restart nova-api, as an operator does after changing nova.conf.
+
+        The nova_ext filter loads the API handlers enabled now; the API
+        clients keep working (same endpoint).
+        """
+        self.api_fixture.cleanUp()
+        self.api_fixture.setUp()
 
     def runTest(self):
         self.progress.done()

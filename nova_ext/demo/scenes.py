@@ -24,6 +24,7 @@ from nova import objects
 from nova.scheduler import request_filter
 from oslo_config import cfg
 
+from nova_ext.demo import cell0_rebuild_scene
 from nova_ext.demo import compute_ids_scene
 from nova_ext.demo import compute_status_scene
 from nova_ext.demo import index_scene
@@ -120,6 +121,7 @@ SCENES = (
     ('servers', servers_across_cells),
     ('index', index_scene.index),
     ('compute-status', compute_status_scene.compute_status),
+    ('cell0-rebuild', cell0_rebuild_scene.cell0_rebuild),
     # Last: it NULLs and rewrites links in every cell (and puts them back).
     ('compute-ids', compute_ids_scene.compute_ids_scene),
 )

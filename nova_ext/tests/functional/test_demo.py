@@ -12,6 +12,7 @@
 """The main job, nova-ext-demo, runs end to end as a user runs it."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -35,6 +36,15 @@ class TestDemo(testtools.TestCase):
         self.assertIn('servers spread over 3 cells', run.stdout)
         self.assertRegex(run.stdout, r'\n\d+ checks, 0 failed\n')
         self.assertNotIn('[FAILED]', run.stdout)
+        # Rebuild from cell0: the server that found no host is the same
+        # server afterwards, ACTIVE on the compute added to cell1.
+        uuid = re.search(r'\nBooted ([0-9a-f-]{36}): ', run.stdout).group(1)
+        self.assertIn('[ok] ERROR, in cell0', run.stdout)
+        self.assertIn("stock Nova's 409, still in cell0", run.stdout)
+        self.assertIn('[ok] the same server, UUID %s\n' % uuid, run.stdout)
+        self.assertIn('[ok] ACTIVE in cell1 on compute1-2, no longer in '
+                      'cell0\n', run.stdout)
+        self.assertRegex(run.stdout, r'\n  after +%s +ACTIVE +cell1 ' % uuid)
         # Everything it wrote was in its temporary directory, now gone.
         workdir = run.stdout.split('state in ', 1)[1].split(' ', 1)[0]
         self.assertFalse(os.path.exists(workdir))
