@@ -34,6 +34,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.instance_list import capture
 from nova_ext.instance_list import fastpath
+from nova_ext.instance_list import render_cache
 from nova_ext.instance_list import rows
 from nova_ext.instance_list import view
 
@@ -80,8 +81,7 @@ class ServersListHandler(base.Handler):
         selector.report()
         return _response(listing.request, body)
 
-    @staticmethod
-    def _body(selector, listing):
+    def _body(self, selector, listing):
         """The response body, or None when the driver declined."""
         rows.check_name_template()
         ctx = listing.context
@@ -89,13 +89,19 @@ class ServersListHandler(base.Handler):
         filters = fastpath.db_filters(ctx, args.get('search_opts') or {})
         marker = fastpath.check_build_requests(ctx, filters, listing)
         driver = selector.driver
+        cache = (render_cache.cache(self.conf) if listing.detail else None)
+        # With the render cache, the page is listed without the joins
+        # that only rendering reads; the rows it has to render are read
+        # in full afterwards.
+        attrs = [] if cache is not None else fastpath.query_attrs(listing)
         served, records = selector.attempt(driver, lambda: driver.records(
-            ctx, filters, args.get('limit'), marker,
-            fastpath.query_attrs(listing), args.get('sort_keys'),
-            args.get('sort_dirs'),
+            ctx, filters, args.get('limit'), marker, attrs,
+            args.get('sort_keys'), args.get('sort_dirs'),
             cell_down_support=args.get('cell_down_support', False)))
         if not served:
             return None
+        if cache is not None:
+            return fastpath.render_cached(driver, listing, records, cache)
         page = fastpath.instances(driver, ctx, listing, records)
         return fastpath.render_or_hand(view.builder(), listing, page)
 

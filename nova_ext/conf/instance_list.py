@@ -63,6 +63,23 @@ Nova's (nova_ext's functional tests compare them for every microversion,
 filter, sort and role). A page that holds build requests, and filters by IP
 address, are rendered by Nova as usual. Needs ``driver = index``.
 """),
+    cfg.IntOpt(
+        'render_cache_size',
+        default=0,
+        min=0,
+        mutable=True,
+        help="""
+With ``fast_render``, how many rendered server documents each nova-api
+process keeps, for ``GET /servers/detail``. 0 keeps none.
+
+A server's document is what Nova's server view makes of its index row for
+one shape of request (microversion, URL, the caller's policy decisions),
+with its availability zone, volumes and request spec. It is reused until
+the index writes the row again or any of those change, so a page of
+servers that did not change is not rendered again; each document takes a
+few kilobytes. What Nova adds to a page per request (``host_status``,
+security groups, links) is still computed per request.
+"""),
 ]
 
 

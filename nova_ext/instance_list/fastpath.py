@@ -29,6 +29,7 @@ from nova_ext import exception
 from nova_ext.instance_list import base
 from nova_ext.instance_list import index
 from nova_ext.instance_list import rows
+from nova_ext.instance_list import view
 
 
 class NotRendered(exception.NovaExtError):
@@ -96,8 +97,12 @@ def query_attrs(listing):
     return attrs
 
 
-def instances(driver, context, listing, records):
-    """Index rows as instances, without the duplicates get_all drops."""
+def instances(driver, context, listing, records, full=True):
+    """Index rows as instances, without the duplicates get_all drops.
+
+    :param full: whether the rows were read with their joins; the metadata
+        is read for those only.
+    """
     seen = set()
     page = []
     for record in records:
@@ -107,10 +112,11 @@ def instances(driver, context, listing, records):
     uuids = [record['uuid'] for record in page]
     # The list of servers shows neither; details show the metadata always
     # and the system metadata where get_all was asked for it.
-    metadata = driver.metadata(context, uuids) if listing.detail else {}
+    metadata = (driver.metadata(context, uuids)
+                if listing.detail and full else {})
     system = (driver.metadata(context, uuids, system=True)
-              if 'system_metadata' in (listing.kwargs.get('expected_attrs')
-                                       or []) else {})
+              if full and 'system_metadata' in (
+                  listing.kwargs.get('expected_attrs') or []) else {})
     for record in page:
         record['metadata'] = metadata.get(record['uuid'], [])
         record['system_metadata'] = system.get(record['uuid'], [])
@@ -137,3 +143,48 @@ def render_or_hand(view_builder, listing, page):
         return render(view_builder, listing, page)
     except base.Unservable as e:
         raise NotRendered(str(e))
+
+
+def render_cached(driver, listing, records, cache):
+    """A detailed page, its documents from ``cache`` where they are.
+
+    ``records`` are the page's rows read without their joins. The page is
+    rendered once; rows whose documents were missing are then read in full
+    and the page rendered again, those rows by Nova's view.
+    """
+    context = listing.context
+    page = instances(driver, context, listing, records, full=False)
+    versions = driver.versions([i.uuid for i in page])
+    for instance in page:
+        instance.full = False
+        instance.render_version = versions.get(instance.uuid)
+    builder = view.builder()
+    environ = listing.request.environ
+    render = environ[view.RENDER] = view.PageRender(
+        cache, listing.request, builder._get_project_id(listing.request))
+    try:
+        body = render_or_hand(builder, listing, page)
+        if not render.missed:
+            return body
+        full = _full_rows(driver, listing, render.missed)
+        for n, instance in enumerate(page):
+            again = full.get(instance.uuid)
+            if again is not None:
+                again.render_version = instance.render_version
+                page[n] = again
+        render.missed = []
+        body = render_or_hand(builder, listing, page)
+        if render.missed:
+            raise NotRendered('servers %s left the index while the page '
+                              'was rendered' % ', '.join(render.missed))
+        return body
+    finally:
+        environ.pop(view.RENDER, None)
+
+
+def _full_rows(driver, listing, uuids):
+    """``{uuid: instance}`` of rows read with their joins, deleted or not."""
+    context = listing.context.elevated(read_deleted='yes')
+    records = driver.records(context, {'uuid': list(uuids)}, None, None,
+                             query_attrs(listing), ['uuid'], ['asc'])
+    return {i.uuid: i for i in instances(driver, context, listing, records)}

@@ -43,6 +43,7 @@ from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
 from nova_ext.index import pending
+from nova_ext.index import writer
 from nova_ext.instance_list import base
 
 CONF = ext_conf.CONF
@@ -286,6 +287,14 @@ class IndexDriver(base.InstanceListDriver):
                 '%s: %s' % (type(lister.error).__name__, lister.error)
                 if lister.error is not None else 'timed out'))
         return records
+
+    def versions(self, uuids):
+        """``{uuid: when the index last wrote the row}`` (render cache)."""
+        book = writer.BOOK
+        with db.get_engine(self.conf).connect() as conn:
+            return dict(conn.execute(
+                sa.select(book.c.uuid, book.c.read_at).where(
+                    book.c.uuid.in_(list(uuids)))).all())
 
     def metadata(self, ctx, uuids, system=False):
         """The (system) metadata rows of some instances, as plain dicts.

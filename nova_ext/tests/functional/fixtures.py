@@ -36,6 +36,7 @@ from nova_ext.index import consumer as index_consumer
 from nova_ext.index import db as index_db
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending as index_pending
+from nova_ext.instance_list import render_cache
 from nova_ext.notifications import dispatcher
 
 CONF = cfg.CONF
@@ -199,6 +200,7 @@ class IndexFixture(fixtures.Fixture):
         self.test.flags(connection=self.connection, group='nova_ext_index')
         index_db.reset()
         self.addCleanup(index_db.reset)
+        self.addCleanup(render_cache.reset)
         # Runs before index_db.reset: the worker uses the engine.
         self.addCleanup(index_consumer.reset)
         index_migration.db_sync(CONF)

@@ -30,6 +30,7 @@ import sqlalchemy as sa
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import sync
+from nova_ext.instance_list import render_cache
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import population
@@ -321,6 +322,36 @@ class TestFastRenderParity(TestIndexParity):
     FAST_RENDER = True
 
 
+CACHED_OPTIONS = {
+    'nova_ext_instance_list': {'driver': 'index', 'fast_render': True,
+                               'render_cache_size': 100000}}
+
+
+class _RenderCacheMixin(object):
+    """Every answer twice: the second from the render cache, also Nova's."""
+
+    def assertSameAnswer(self, api, uri, **kwargs):
+        self._get(api, uri)
+        return super().assertSameAnswer(api, uri, **kwargs)
+
+
+class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
+    """Fast rendering with the render cache: still Nova's answers."""
+
+    NOVA_EXT_OPTIONS = CACHED_OPTIONS
+    FAST_RENDER = True
+
+    def test_documents_come_from_the_cache(self):
+        cache = render_cache.cache(ext_conf.CONF)
+        uri = 'servers/detail?all_tenants=1'
+        first = self.assertSameAnswer(self.admin_api, uri)
+        self.assertTrue(first.json()['servers'])
+        hits = cache.hits
+        self.assertSameAnswer(self.admin_api, uri)
+        self.assertGreaterEqual(cache.hits - hits,
+                                len(first.json()['servers']))
+
+
 class TestIndexFollowsNotifications(IndexTestCase):
     """No sync: the in-process consumer alone keeps the index true."""
 
@@ -398,3 +429,12 @@ class TestFastRenderWithBuildRequests(TestIndexWithBuildRequests):
         # checked which one it was.
         self.assertGreater(counts['handed'], 0, counts)
         self.assertGreater(counts['rendered'], 0, counts)
+
+
+class TestRenderCacheFollowsNotifications(_RenderCacheMixin,
+                                          TestIndexFollowsNotifications):
+    """Documents rendered before a change are never served after it."""
+
+    NOVA_EXT_OPTIONS = dict(
+        TestIndexFollowsNotifications.NOVA_EXT_OPTIONS, **CACHED_OPTIONS)
+    FAST_RENDER = True

@@ -59,6 +59,7 @@ class TestSeamsAttached(_SeamsTestBase):
         self.assertIn("nova_ext attached to nova-api; handlers: "
                       "{'servers:action': ['test-recorder'], "
                       "'servers:create': ['test-recorder'], "
+                      "'servers:delete': ['test-recorder'], "
                       "'servers:detail': ['test-failing', 'test-recorder'], "
                       "'servers:index': ['test-recorder']}",
                       self.stdlog.logger.output)

@@ -1,0 +1,140 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Server documents rendered once per version of their index row.
+
+Nova's view turns an instance into the same document for as long as the
+instance, the request's shape and a few facts read beside the row stay
+the same. Under ``fast_render`` the index rows stand for the instances,
+and the index records when it last wrote each (``read_at`` in its book),
+so a document rendered by Nova's ``ViewBuilder.show`` can be reused for
+any later request that would hand ``show`` the same inputs:
+
+- the row: its uuid and ``read_at`` (any write, from any notification or
+  reconcile, changes it);
+- the request: microversion, the URL the links are built from, whether
+  the caller is an administrator (fault details), every ``show_*`` flag
+  Nova's list view passes (policy decisions included);
+- what ``show`` reads beside the row: the server's availability zone
+  (aggregates), its volumes, and its request spec's pinned availability
+  zone and scheduler hints;
+- the options ``show`` reads.
+
+What Nova adds to the documents of a page afterwards (``host_status``,
+security groups, links to the next page) is computed per request as
+before. A miss is rendered by Nova's view and kept; entries are evicted
+least recently used first.
+"""
+
+import collections
+import threading
+
+from nova import availability_zones
+from nova import conf as nova_conf
+from oslo_serialization import jsonutils
+
+CONF = nova_conf.CONF
+
+#: ``show``'s keyword arguments, whose values are part of a key.
+_FLAGS = ('extend_address', 'show_extra_specs', 'show_AZ',
+          'show_config_drive', 'show_extended_attr', 'show_host_status',
+          'show_keypair', 'show_srv_usg', 'show_sec_grp',
+          'show_extended_status', 'show_extended_volumes',
+          'cell_down_support', 'show_server_groups', 'show_user_data')
+
+
+class Miss(Exception):
+    """A document is not in the cache and its row was not read in full."""
+
+
+class RenderCache(object):
+    """A bounded, thread-safe LRU map of keys to server documents."""
+
+    def __init__(self, size):
+        self.size = size
+        self._docs = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key):
+        with self._lock:
+            doc = self._docs.get(key)
+            if doc is None:
+                self.misses += 1
+                return None
+            self._docs.move_to_end(key)
+            self.hits += 1
+            return doc
+
+    def put(self, key, doc):
+        with self._lock:
+            self._docs[key] = doc
+            self._docs.move_to_end(key)
+            while len(self._docs) > self.size:
+                self._docs.popitem(last=False)
+
+    def __len__(self):
+        return len(self._docs)
+
+
+_CACHE = None
+
+
+def cache(conf):
+    """This process's cache, sized by ``render_cache_size``; None if 0."""
+    global _CACHE
+    size = conf.nova_ext_instance_list.render_cache_size
+    if not size:
+        _CACHE = None
+        return None
+    if _CACHE is None or _CACHE.size != size:
+        _CACHE = RenderCache(size)
+    return _CACHE
+
+
+def reset():
+    """Forget this process's cache (tests)."""
+    global _CACHE
+    _CACHE = None
+
+
+def _options():
+    # What Nova 34's server view and its link helpers read of nova.conf.
+    return (CONF.api.compute_link_prefix, CONF.api.glance_link_prefix,
+            CONF.instance_name_template)
+
+
+def request_key(request, project_in_url):
+    """What a request contributes to every key of its page."""
+    context = request.environ['nova.context']
+    return (request.api_version_request.get_string(),
+            request.application_url, project_in_url,
+            bool(getattr(context, 'is_admin', False)), _options())
+
+
+def key(request_part, context, instance, kwargs):
+    """The key of ``show(request, instance, **kwargs)``, or None.
+
+    None when the row's version is unknown (nothing is cached).
+    """
+    version = getattr(instance, 'render_version', None)
+    if version is None:
+        return None
+    volumes = kwargs.get('bdms') or {}
+    volumes = tuple((b['volume_id'], b['delete_on_termination'])
+                    for b in volumes.get(instance.uuid, ()))
+    hints = kwargs.get('provided_sched_hints')
+    return (request_part, instance.uuid, version,
+            tuple(kwargs.get(f) for f in _FLAGS),
+            availability_zones.get_instance_availability_zone(
+                context, instance),
+            volumes, str(kwargs.get('provided_az')),
+            jsonutils.dumps(hints, sort_keys=True, default=str))
