@@ -34,6 +34,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.instance_list import capture
 from nova_ext.instance_list import fastpath
+from nova_ext.instance_list import narrow
 from nova_ext.instance_list import render_cache
 from nova_ext.instance_list import rows
 from nova_ext.instance_list import view
@@ -94,10 +95,19 @@ class ServersListHandler(base.Handler):
         # that only rendering reads; the rows it has to render are read
         # in full afterwards.
         attrs = [] if cache is not None else fastpath.query_attrs(listing)
-        served, records = selector.attempt(driver, lambda: driver.records(
-            ctx, filters, args.get('limit'), marker, attrs,
-            args.get('sort_keys'), args.get('sort_dirs'),
-            cell_down_support=args.get('cell_down_support', False)))
+
+        def _records():
+            return driver.records(
+                ctx, filters, args.get('limit'), marker, attrs,
+                args.get('sort_keys'), args.get('sort_dirs'),
+                cell_down_support=args.get('cell_down_support', False))
+        if cache is not None:
+            def _listed(records=_records):
+                with narrow.narrowed(args.get('sort_keys')):
+                    return records()
+        else:
+            _listed = _records
+        served, records = selector.attempt(driver, _listed)
         if not served:
             return None
         if cache is not None:

@@ -89,11 +89,15 @@ _CACHE = None
 
 
 def cache(conf):
-    """This process's cache, sized by ``render_cache_size``; None if 0."""
+    """This process's cache, sized by ``render_cache_size``; None if 0.
+
+    Switched off (0), the documents are kept, unused, until the size
+    changes: switching it back on finds them still valid, since every key
+    holds the version of its row.
+    """
     global _CACHE
     size = conf.nova_ext_instance_list.render_cache_size
     if not size:
-        _CACHE = None
         return None
     if _CACHE is None or _CACHE.size != size:
         _CACHE = RenderCache(size)
