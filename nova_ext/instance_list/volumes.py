@@ -14,9 +14,11 @@
 Nova's server view (``_get_instance_bdms_in_multiple_cells``) finds the
 cells of the page through the instance mappings, then reads every block
 device mapping of the page from each of those cells in parallel, building
-an InstanceMapping and a BlockDeviceMapping object per row. The same
-queries run here, returning only the columns the view reads
-(``volume_id``, ``delete_on_termination``), as dicts.
+an InstanceMapping and a BlockDeviceMapping object per row. Here each
+cell is asked only for the servers its mappings name (a server's block
+device mappings are in its cell), so the cost of a page does not grow
+with the number of cells it spans, and only the columns the view reads
+(``volume_id``, ``delete_on_termination``) are read, as dicts.
 """
 
 from nova import context as nova_context
@@ -31,19 +33,23 @@ LOG = logging.getLogger(__name__)
 
 
 @api_db_api.context_manager.reader
-def _cell_ids(context, instance_uuids):
+def _uuids_by_cell_id(context, instance_uuids):
     table = api_models.InstanceMapping.__table__
-    return {row[0] for row in context.session.execute(
-        sa.select(table.c.cell_id).distinct().where(
-            table.c.instance_uuid.in_(instance_uuids),
-            table.c.cell_id.isnot(None)))}
+    found = {}
+    for uuid, cell_id in context.session.execute(
+            sa.select(table.c.instance_uuid, table.c.cell_id).where(
+                table.c.instance_uuid.in_(instance_uuids),
+                table.c.cell_id.isnot(None))):
+        found.setdefault(cell_id, []).append(uuid)
+    return found
 
 
 @main_db_api.pick_context_manager_reader
-def _volumes(context, instance_uuids):
+def _volumes(context, uuids_by_cell):
     model = models.BlockDeviceMapping
     query = main_db_api.model_query(context, model).filter(
-        model.instance_uuid.in_(instance_uuids)).with_entities(
+        model.instance_uuid.in_(uuids_by_cell[context.cell_uuid])
+    ).with_entities(
         model.instance_uuid, model.volume_id, model.delete_on_termination)
     found = {}
     for uuid, volume_id, delete_on_termination in query:
@@ -57,11 +63,12 @@ def by_instance_uuid(context, instance_uuids):
     """``{uuid: [{'volume_id', 'delete_on_termination'}]}`` of a page."""
     if not instance_uuids:
         return {}
-    wanted = _cell_ids(context, instance_uuids)
+    by_cell_id = _uuids_by_cell_id(context, instance_uuids)
     nova_context.load_cells()
-    cells = [cell for cell in nova_context.CELLS if cell.id in wanted]
+    cells = [cell for cell in nova_context.CELLS if cell.id in by_cell_id]
     results = nova_context.scatter_gather_cells(
-        context, cells, nova_context.CELL_TIMEOUT, _volumes, instance_uuids)
+        context, cells, nova_context.CELL_TIMEOUT, _volumes,
+        {cell.uuid: by_cell_id[cell.id] for cell in cells})
     bdms = {}
     for cell_uuid, result in results.items():
         if isinstance(result, Exception):
