@@ -124,6 +124,26 @@ class Cell0RebuildBase(base.NovaExtTestCase):
                          error.response.text)
         return error.response.json()
 
+    def _deleted_while_rebuilding(self):
+        """The owner deletes a server being rebuilt: a 404 to the rebuild.
+
+        The delete comes once the server is a build request; the rebuild
+        is handed to the conductor, but the server is gone by the time
+        Nova renders the answer.
+        """
+        server = self._bury()
+        self._add_capacity()
+        real = flow.hard_delete
+
+        def _deleted_first(context, buried):
+            self.api.delete_server(server['id'])
+            real(context, buried)
+        self.stub_out('nova_ext.cell0_rebuild.flow.hard_delete',
+                      _deleted_first)
+        self._rebuild_fails(server['id'], 404)
+        self._wait_until_deleted(server)
+        return server
+
     def _assert_still_buried(self, server_id, fault_start='No valid host'):
         server = self.api.get_server(server_id)
         self.assertEqual('ERROR', server['status'])
@@ -283,19 +303,7 @@ class TestCell0Rebuild(Cell0RebuildBase):
             self.ctxt, server['id']))
 
     def test_delete_while_rebuilding(self):
-        server = self._bury()
-        self._add_capacity()
-        real = flow.hard_delete
-
-        def _deleted_first(context, buried):
-            # The owner deletes the server once it is a build request.
-            self.api.delete_server(server['id'])
-            real(context, buried)
-        self.stub_out('nova_ext.cell0_rebuild.flow.hard_delete',
-                      _deleted_first)
-        # Handed to the conductor, but gone by the time Nova renders it.
-        self._rebuild_fails(server['id'], 404)
-        self._wait_until_deleted(server)
+        server = self._deleted_while_rebuilding()
         for cell in ('cell0', 'cell1', 'cell2'):
             self.assertIsNone(self._cell_record(server['id'], cell))
         self.assertEqual({}, self._get_allocations_by_server_uuid(
@@ -524,17 +532,7 @@ class TestCell0RebuildWithIndex(Cell0RebuildBase):
                          self._indexed())
 
     def test_deleted_while_rebuilding_leaves_the_index(self):
-        server = self._bury()
-        self._add_capacity()
-        real = flow.hard_delete
-
-        def _deleted_first(context, buried):
-            self.api.delete_server(server['id'])
-            real(context, buried)
-        self.stub_out('nova_ext.cell0_rebuild.flow.hard_delete',
-                      _deleted_first)
-        self._rebuild_fails(server['id'], 404)
-        self._wait_until_deleted(server)
+        self._deleted_while_rebuilding()
         # Nothing tells the index the row left cell0 but nova_ext's own
         # state change notification.
         self.assertEqual(({}, set()), self._indexed())
