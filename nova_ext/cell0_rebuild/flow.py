@@ -88,7 +88,6 @@ class Buried(object):
         self.fault = fault
         self.bdms = bdms
         self.tags = tags
-        self.mapping = mapping
         self.cell0 = mapping.cell_mapping
 
 

@@ -51,10 +51,6 @@ _FLAGS = ('extend_address', 'show_extra_specs', 'show_AZ',
           'cell_down_support', 'show_server_groups', 'show_user_data')
 
 
-class Miss(Exception):
-    """A document is not in the cache and its row was not read in full."""
-
-
 class RenderCache(object):
     """A bounded, thread-safe LRU map of keys to server documents."""
 
