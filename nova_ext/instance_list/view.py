@@ -59,11 +59,19 @@ class PageRender(object):
                 return {'server': dict(doc)}
         if not instance.get('full', True):
             self.missed.append(instance.uuid)
-            return {'server': {'id': instance.uuid}}
+            return {'server': _Unrendered(id=instance.uuid)}
         server = show(request, instance, **kwargs)
         if key is not None:
             self.cache.put(key, dict(server['server']))
         return server
+
+
+class _Unrendered(dict):
+    """A missed server's place in a page that is rendered again."""
+
+
+def _redone(servers):
+    return any(isinstance(server, _Unrendered) for server in servers)
 
 
 class ViewBuilder(views_servers.ViewBuilder):
@@ -76,6 +84,19 @@ class ViewBuilder(views_servers.ViewBuilder):
         if render is None:
             return super().show(request, instance, **kwargs)
         return render.show(super().show, request, instance, kwargs)
+
+    # What Nova adds to a page's documents (services for host_status,
+    # Neutron's security groups) is not read for a page that is rendered
+    # again once its missed rows are read in full.
+
+    def _add_host_status(self, servers, instances, unknown_only=False):
+        if not _redone(servers):
+            super()._add_host_status(servers, instances,
+                                     unknown_only=unknown_only)
+
+    def _add_security_grps(self, request, servers, instances):
+        if not _redone(servers):
+            super()._add_security_grps(request, servers, instances)
 
     def _list_view(self, func, request, servers, coll_name, show_extra_specs,
                    show_extended_attr=None, show_host_status=None,
