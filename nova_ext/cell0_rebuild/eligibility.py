@@ -42,10 +42,8 @@ def failed_for_resources(fault_message):
 
 
 def in_cell0(mapping):
-    from nova import objects
-
     cell = mapping.cell_mapping if mapping is not None else None
-    return cell is not None and cell.uuid == objects.CellMapping.CELL0_UUID
+    return cell is not None and cell.is_cell0()
 
 
 def rebuildable(instance, fault):
