@@ -27,9 +27,11 @@ SERVERS_DETAIL = 'servers:detail'   # GET /servers/detail
 SERVERS_CREATE = 'servers:create'   # POST /servers
 SERVER_ACTION = 'servers:action'    # POST /servers/{server_id}/action
 SERVER_DELETE = 'servers:delete'    # DELETE /servers/{server_id}
+# PUT /servers/{server_id}/os-volume_attachments/{volume_id}
+VOLUME_ATTACHMENT_UPDATE = 'servers:volume_attachment_update'
 
 ROUTES = (SERVERS_INDEX, SERVERS_DETAIL, SERVERS_CREATE, SERVER_ACTION,
-          SERVER_DELETE)
+          SERVER_DELETE, VOLUME_ATTACHMENT_UPDATE)
 
 # Where the filter leaves the matched route. Not in webob's urlvars: Nova's
 # router overwrites those once a handler delegates to it.
@@ -67,8 +69,9 @@ class Handler(abc.ABC):
         :param request: a ``webob.Request``;
             ``request.environ['nova.context']`` is the caller's
             RequestContext and :func:`route_of` gives the route's name and
-            variables (``server_id`` for ``servers:action`` and
-            ``servers:delete``).
+            variables (``server_id`` for ``servers:action``,
+            ``servers:delete`` and ``servers:volume_attachment_update``,
+            which has ``volume_id`` too).
         :param application: the WSGI application that answers the request
             if this handler does not; call ``request.get_response
             (application)`` to delegate.

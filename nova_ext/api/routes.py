@@ -24,6 +24,9 @@ _TABLE = (
     (base.SERVERS_CREATE, 'POST', r'/servers/?'),
     (base.SERVER_ACTION, 'POST', r'/servers/(?P<server_id>[^/]+)/action/?'),
     (base.SERVER_DELETE, 'DELETE', r'/servers/(?P<server_id>[^/]+)/?'),
+    (base.VOLUME_ATTACHMENT_UPDATE, 'PUT',
+     r'/servers/(?P<server_id>[^/]+)/os-volume_attachments/'
+     r'(?P<volume_id>[^/]+)/?'),
 )
 _COMPILED = tuple((name, method, re.compile('^%s%s$' % (_PROJECT, path)))
                   for name, method, path in _TABLE)

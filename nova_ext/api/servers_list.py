@@ -113,7 +113,8 @@ class ServersListHandler(base.Handler):
         if cache is not None:
             return fastpath.render_cached(driver, listing, records, cache)
         page = fastpath.instances(driver, ctx, listing, records)
-        return fastpath.render_or_hand(view.builder(), listing, page)
+        return fastpath.render_or_hand(driver, view.builder(), listing,
+                                       page)
 
 
 def _response(request, body):

@@ -12,6 +12,7 @@
 """Re-reading changed instances from their cells into the index."""
 
 import collections
+import time
 
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
@@ -88,6 +89,23 @@ def refresh(ctx, conf, uuids):
                         'cell %s: %s', len(cell_uuids), cell_uuid, e)
             failed.extend(cell_uuids)
     return totals._replace(failed=len(failed)), failed
+
+
+def refresh_now(ctx, conf, uuids):
+    """Mark ``uuids`` pending, then refresh them at once.
+
+    For changes that come with no notification. Where the refresh fails,
+    the mark stays, for the indexer to apply.
+
+    :returns: ``(Totals, failed uuids)``, as :func:`refresh`.
+    """
+    engine = db.get_engine(conf)
+    now = time.time()
+    pending.mark(engine, [(u, now) for u in uuids])
+    totals, failed = refresh(ctx, conf, uuids)
+    failed_set = set(failed)
+    pending.unmark(engine, {u: now for u in uuids if u not in failed_set})
+    return totals, failed
 
 
 @api_db_api.context_manager.reader

@@ -32,6 +32,7 @@ CHILDREN = (
     (models.InstanceFault.__table__, 'instance_uuid'),
     (models.PciDevice.__table__, 'instance_uuid'),
     (models.Tag.__table__, 'resource_id'),
+    (models.BlockDeviceMapping.__table__, 'instance_uuid'),
 )
 SG_ASSOCIATIONS = models.SecurityGroupInstanceAssociation.__table__
 SECURITY_GROUPS = models.SecurityGroup.__table__

@@ -27,13 +27,11 @@ the index still holds as such tombstones to the purge.
 
 import collections
 import datetime
-import time
 
 from nova import context as nova_context
 import sqlalchemy as sa
 
 from nova_ext.index import db
-from nova_ext.index import pending
 from nova_ext.index import refresh
 from nova_ext.index import source
 from nova_ext.index import writer
@@ -162,11 +160,7 @@ def verify_cell(ctx, conf, cell, fix=False):
             differing = _compare(cctxt, engine, cell.uuid, rows, after,
                                  high, cutoff, report)
             if fix and differing:
-                now = time.time()
-                pending.mark(engine, [(u, now) for u in differing])
-                totals, failed = refresh.refresh(ctx, conf, differing)
-                pending.unmark(engine, {u: now for u in differing
-                                        if u not in set(failed)})
+                totals, _failed = refresh.refresh_now(ctx, conf, differing)
                 report.counts['fixed'] += totals.written + totals.removed
             if not rows:
                 break

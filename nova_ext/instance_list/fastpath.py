@@ -22,6 +22,7 @@ address filters (matched through Neutron or in each instance's network
 info).
 """
 
+from nova.api.openstack import api_version_request
 from nova import exception as nova_exception
 from nova import objects
 
@@ -124,23 +125,47 @@ def instances(driver, context, listing, records, full=True):
     return [rows.IndexedInstance(record, flavors) for record in page]
 
 
-def render(view_builder, listing, page):
-    """The response body, by Nova's view builder."""
+def render(driver, view_builder, listing, page):
+    """The response body, by Nova's view builder.
+
+    The volumes of the page are read from the index, where ``driver`` keeps
+    them.
+    """
     cell_down_support = listing.kwargs.get('cell_down_support', False)
-    if listing.detail:
-        if 'services' in (listing.kwargs.get('expected_attrs') or []):
-            index.fill_services(listing.context, page,
-                                lambda inst: inst.cell_id)
+    if not listing.detail:
+        return view_builder.index(listing.request, page,
+                                  cell_down_support=cell_down_support)
+    if _shows_host_status(view_builder, listing):
+        index.fill_services(listing.context, page,
+                            lambda inst: inst.cell_id)
+    environ = listing.request.environ
+    environ[view.VOLUMES] = driver.volumes
+    try:
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)
-    return view_builder.index(listing.request, page,
-                              cell_down_support=cell_down_support)
+    finally:
+        environ.pop(view.VOLUMES, None)
 
 
-def render_or_hand(view_builder, listing, page):
+def _shows_host_status(view_builder, listing):
+    """Whether the page's documents get ``host_status``.
+
+    It is the one use the view makes of the services Nova's list joins; so
+    they are read from the cells only for callers to whom policy shows it
+    (by default, admins).
+    """
+    if 'services' not in (listing.kwargs.get('expected_attrs') or []):
+        return False
+    if not api_version_request.is_supported(listing.request, '2.16'):
+        return False
+    return view_builder._get_host_status_unknown_only(
+        listing.context) is not None
+
+
+def render_or_hand(driver, view_builder, listing, page):
     """render(), with what the rows cannot give turned into NotRendered."""
     try:
-        return render(view_builder, listing, page)
+        return render(driver, view_builder, listing, page)
     except base.Unservable as e:
         raise NotRendered(str(e))
 
@@ -163,7 +188,7 @@ def render_cached(driver, listing, records, cache):
     render = environ[view.RENDER] = view.PageRender(
         cache, listing.request, builder._get_project_id(listing.request))
     try:
-        body = render_or_hand(builder, listing, page)
+        body = render_or_hand(driver, builder, listing, page)
         if not render.missed:
             return body
         full = _full_rows(driver, listing, render.missed)
@@ -173,7 +198,7 @@ def render_cached(driver, listing, records, cache):
                 again.render_version = instance.render_version
                 page[n] = again
         render.missed = []
-        body = render_or_hand(builder, listing, page)
+        body = render_or_hand(driver, builder, listing, page)
         if render.missed:
             raise NotRendered('servers %s left the index while the page '
                               'was rendered' % ', '.join(render.missed))

@@ -22,6 +22,7 @@ Only what cannot be stored is fetched at request time: the services behind
 """
 
 import collections
+import contextlib
 import datetime
 import uuid as uuid_lib
 
@@ -117,11 +118,15 @@ def _restore_ids(instances):
 
 
 def _services(cctxt, hosts_by_uuid):
-    manager = main_db_api.get_context_manager(cctxt)
-    with manager.reader.using(cctxt) as session:
-        return session.query(models.Service).filter(
-            models.Service.host.in_(sorted(hosts_by_uuid[cctxt.cell_uuid])),
-            models.Service.binary == 'nova-compute').all()
+    # Plain rows on a connection rather than ORM objects in a session: this
+    # runs once per cell on the page, and the session is most of its cost.
+    table = models.Service.__table__
+    engine = main_db_api.get_context_manager(cctxt).reader.get_engine()
+    with engine.connect() as conn:
+        return [dict(row._mapping) for row in conn.execute(
+            sa.select(table).where(
+                table.c.host.in_(sorted(hosts_by_uuid[cctxt.cell_uuid])),
+                table.c.binary == 'nova-compute'))]
 
 
 def services_by_host(ctx, hosts_by_cell):
@@ -131,8 +136,8 @@ def services_by_host(ctx, hosts_by_cell):
     the wait does not grow with the number of cells on the page.
 
     :param hosts_by_cell: ``{cell mapping id: set of host names}``.
-    :returns: ``{(cell mapping id, host): [Service db rows]}``, as Nova's
-        ``services`` join would give them.
+    :returns: ``{(cell mapping id, host): [service rows as dicts]}``, as
+        Nova's ``services`` join would give them.
     :raises Unservable: a cell did not answer; its host_status is unknown.
     """
     by_host = collections.defaultdict(list)
@@ -150,7 +155,7 @@ def services_by_host(ctx, hosts_by_cell):
             raise base.Unservable('cell %s did not give the services of '
                                   'its hosts: %s' % (cell_uuid, result))
         for service in result:
-            by_host[(id_of[cell_uuid], service.host)].append(service)
+            by_host[(id_of[cell_uuid], service['host'])].append(service)
     return by_host
 
 
@@ -296,6 +301,31 @@ class IndexDriver(base.InstanceListDriver):
                 sa.select(book.c.uuid, book.c.read_at).where(
                     book.c.uuid.in_(list(uuids)))).all())
 
+    def volumes(self, ctx, uuids):
+        """The volumes of some instances, as Nova's server view shows them.
+
+        Nova's view reads every cell of the page for the block device
+        mappings of its instances; the index holds them, and answers the
+        same query (the context's ``read_deleted`` applies, as in the
+        cells), in the order the cells hold them.
+
+        :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
+        """
+        model = models.BlockDeviceMapping
+        found = collections.defaultdict(list)
+        if not uuids:
+            return found
+        with self._reading(ctx) as ictx:
+            query = main_db_api.model_query(ictx, model).filter(
+                model.instance_uuid.in_(uuids)).with_entities(
+                model.instance_uuid, model.volume_id,
+                model.delete_on_termination).order_by(model.id)
+            for uuid, volume_id, delete_on_termination in query:
+                found[uuid].append(
+                    {'volume_id': volume_id,
+                     'delete_on_termination': delete_on_termination})
+        return found
+
     def metadata(self, ctx, uuids, system=False):
         """The (system) metadata rows of some instances, as plain dicts.
 
@@ -310,18 +340,22 @@ class IndexDriver(base.InstanceListDriver):
         by_uuid = collections.defaultdict(list)
         if not uuids:
             return by_uuid
-        with nova_context.target_cell(ctx, index_cell(self.conf)) as ictx:
-            manager = main_db_api.get_context_manager(ictx)
-            with manager.reader.using(ictx):
-                query = main_db_api.model_query(
-                    ictx, model, read_deleted='yes' if system else None
-                ).filter(model.instance_uuid.in_(uuids)).with_entities(
-                    model.instance_uuid, model.key, model.value,
-                    model.deleted)
-                for uuid, key, value, deleted in query:
-                    by_uuid[uuid].append(
-                        {'key': key, 'value': value, 'deleted': deleted})
+        with self._reading(ctx) as ictx:
+            query = main_db_api.model_query(
+                ictx, model, read_deleted='yes' if system else None
+            ).filter(model.instance_uuid.in_(uuids)).with_entities(
+                model.instance_uuid, model.key, model.value, model.deleted)
+            for uuid, key, value, deleted in query:
+                by_uuid[uuid].append(
+                    {'key': key, 'value': value, 'deleted': deleted})
         return by_uuid
+
+    @contextlib.contextmanager
+    def _reading(self, ctx):
+        """``ctx`` targeted at the index, in a reader transaction."""
+        with nova_context.target_cell(ctx, index_cell(self.conf)) as ictx:
+            with main_db_api.get_context_manager(ictx).reader.using(ictx):
+                yield ictx
 
     def get_instance_objects_sorted(self, ctx, filters, limit, marker,
                                     expected_attrs, sort_keys, sort_dirs,

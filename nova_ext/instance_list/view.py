@@ -12,13 +12,15 @@
 """Nova's server view builder, with request specs and volumes read lightly.
 
 ``_list_view`` below is Nova 34's, line for line, but for where the request
-specs come from (request_specs.py); the block device mappings come from
-volumes.py. ``_list_view`` is the one method of Nova's view that nova_ext
-carries a copy of; the version gate of the instance list
-(``nova_ext.compat.TESTED_NOVA``), a unit test comparing it with Nova's
-source and the parity tests at every microversion hold it to Nova's.
+specs come from (request_specs.py); the block device mappings of a page
+come from the instance index (``VOLUMES``). ``_list_view`` is the one
+method of Nova's view that nova_ext carries a copy of; the version gate of
+the instance list (``nova_ext.compat.TESTED_NOVA``), a unit test comparing
+it with Nova's source and the parity tests at every microversion hold it
+to Nova's.
 """
 
+import contextvars
 import functools
 
 from nova.api.openstack import api_version_request
@@ -27,11 +29,16 @@ from nova.objects import virtual_interface
 
 from nova_ext.instance_list import render_cache
 from nova_ext.instance_list import request_specs
-from nova_ext.instance_list import volumes
 
 
 #: Where a request's PageRender is, while a page is rendered.
 RENDER = 'nova_ext.page_render'
+#: Where a request's reader of the page's volumes is: a function of a
+#: context and instance uuids, as Nova's ``bdms_by_instance_uuid``.
+VOLUMES = 'nova_ext.page_volumes'
+# The request's reader while detail() runs; Nova calls the volumes method
+# with a context only.
+_VOLUMES = contextvars.ContextVar('nova_ext_page_volumes', default=None)
 
 
 class PageRender(object):
@@ -76,8 +83,21 @@ def _redone(servers):
 
 class ViewBuilder(views_servers.ViewBuilder):
 
-    _get_instance_bdms_in_multiple_cells = staticmethod(
-        volumes.by_instance_uuid)
+    def detail(self, request, instances, cell_down_support=False):
+        token = _VOLUMES.set(request.environ.get(VOLUMES))
+        try:
+            return super().detail(request, instances,
+                                  cell_down_support=cell_down_support)
+        finally:
+            _VOLUMES.reset(token)
+
+    @staticmethod
+    def _get_instance_bdms_in_multiple_cells(ctxt, instance_uuids):
+        read = _VOLUMES.get()
+        if read is None:
+            return views_servers.ViewBuilder.\
+                _get_instance_bdms_in_multiple_cells(ctxt, instance_uuids)
+        return read(ctxt, instance_uuids)
 
     def show(self, request, instance, **kwargs):
         render = request.environ.get(RENDER)

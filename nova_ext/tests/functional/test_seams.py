@@ -61,7 +61,9 @@ class TestSeamsAttached(_SeamsTestBase):
                       "'servers:create': ['test-recorder'], "
                       "'servers:delete': ['test-recorder'], "
                       "'servers:detail': ['test-failing', 'test-recorder'], "
-                      "'servers:index': ['test-recorder']}",
+                      "'servers:index': ['test-recorder'], "
+                      "'servers:volume_attachment_update': "
+                      "['test-recorder']}",
                       self.stdlog.logger.output)
         server = self._boot('routed')
         self.assertIn('POST None', test_plugins.RecordingHandler.calls)

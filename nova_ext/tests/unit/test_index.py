@@ -19,6 +19,7 @@ import time
 from unittest import mock
 
 import fixtures
+from nova.db.main import models as nova_models
 from oslo_db import exception as db_exc
 import oslo_messaging
 import sqlalchemy as sa
@@ -109,6 +110,27 @@ class TestMigration(IndexDBTestCase):
                           t for t, _key in source.CHILDREN]:
             have = {c['name'] for c in inspector.get_columns(table.name)}
             self.assertEqual(set(table.c.keys()), have, table.name)
+
+
+class TestBlockDeviceMappingMigration(base.TestCase):
+    """0003 has an index made before it read every instance again."""
+
+    def test_indexed_instances_marked_as_of_the_epoch(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.flags(connection='sqlite:///%s' % os.path.join(tmp, 'i.sqlite'),
+                   group='nova_ext_index')
+        db.reset()
+        self.addCleanup(db.reset)
+        migration.db_sync(self.conf.conf, revision='0002')
+        engine = db.get_engine(self.conf.conf)
+        with engine.begin() as conn:
+            conn.execute(sa.insert(writer.BOOK), [
+                {'uuid': u, 'cell_uuid': 'c1', 'source_id': n,
+                 'read_at': 10.0} for n, u in enumerate(('a', 'b'), 1)])
+        self.assertEqual(0.0, pending.lag(engine, now=100.0))
+        migration.db_sync(self.conf.conf)
+        self.assertEqual({'a': 0.0, 'b': 0.0}, pending.take(engine, 10))
+        self.assertEqual(100.0, pending.lag(engine, now=100.0))
 
 
 class TestPending(IndexDBTestCase):
@@ -685,7 +707,7 @@ class TestWriter(IndexDBTestCase):
                                                    'tag': 'y'}]}), [u])
         with self.engine.connect() as conn:
             tags = [r.tag for r in conn.execute(sa.select(
-                source.CHILDREN[-1][0]))]
+                nova_models.Tag.__table__))]
         self.assertEqual(['y'], tags)
 
     def test_hidden_copy_never_hides_the_visible_one(self):

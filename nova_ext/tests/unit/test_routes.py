@@ -38,6 +38,12 @@ class TestRoutes(base.TestCase):
              {'server_id': 'abc'}),
             ('DELETE', '/project1/servers/abc/', api_base.SERVER_DELETE,
              {'server_id': 'abc'}),
+            ('PUT', '/servers/abc/os-volume_attachments/v1',
+             api_base.VOLUME_ATTACHMENT_UPDATE,
+             {'server_id': 'abc', 'volume_id': 'v1'}),
+            ('PUT', '/project1/servers/abc/os-volume_attachments/v1/',
+             api_base.VOLUME_ATTACHMENT_UPDATE,
+             {'server_id': 'abc', 'volume_id': 'v1'}),
         ]
         for method, path, route, urlvars in cases:
             self.assertEqual((route, urlvars),
@@ -51,7 +57,11 @@ class TestRoutes(base.TestCase):
                              ('PUT', '/servers/detail'),
                              ('GET', '/flavors'),
                              ('GET', '/servers/abc/os-interface'),
-                             ('POST', '/servers/abc/action/x')]:
+                             ('POST', '/servers/abc/action/x'),
+                             ('POST', '/servers/abc/os-volume_attachments'),
+                             ('DELETE',
+                              '/servers/abc/os-volume_attachments/v1'),
+                             ('GET', '/servers/abc/os-volume_attachments/v1')]:
             self.assertEqual((None, None),
                              routes.match(method, path, self.ctxt),
                              '%s %s' % (method, path))

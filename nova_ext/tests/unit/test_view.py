@@ -43,9 +43,12 @@ class TestListViewCopy(base.TestCase):
                          'with nova_ext.instance_list.view and update the '
                          'copy, then the Nova versions nova_ext supports')
 
-    def test_volumes_are_read_by_nova_ext(self):
-        self.assertIs(view.ViewBuilder._get_instance_bdms_in_multiple_cells,
-                      view.volumes.by_instance_uuid)
+    def test_nova_reads_a_pages_volumes_through_one_method(self):
+        # nova_ext's ViewBuilder overrides that method to read the volumes
+        # from the index; if Nova's detail() stopped calling it, the page
+        # would be right but read from every cell again.
+        self.assertIn('self._get_instance_bdms_in_multiple_cells(',
+                      _code(views_servers.ViewBuilder.detail))
         self.assertIsNot(
             views_servers.ViewBuilder._get_instance_bdms_in_multiple_cells,
-            view.volumes.by_instance_uuid)
+            view.ViewBuilder._get_instance_bdms_in_multiple_cells)

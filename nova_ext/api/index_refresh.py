@@ -1,0 +1,69 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ``index-refresh`` API handler: changes Nova makes without notifying.
+
+The instance index follows Nova's notifications, but since microversion
+2.85 ``PUT /servers/{id}/os-volume_attachments/{volume_id}`` changes a
+volume's ``delete_on_termination``, which the server list shows, and Nova
+sends no notification for it. Once Nova has answered such a request with
+success, this handler re-reads the server into the index before the answer
+goes back, so the next list shows the change.
+
+Switched on with the index (``[nova_ext_instance_list]driver = index``).
+If the index cannot be written, Nova's answer still goes back: the server
+is left marked pending where the mark could be made, and the reconcile
+pass finds the change otherwise (its fingerprints cover the block device
+mappings).
+"""
+
+from oslo_log import log as logging
+
+from nova_ext.api import base
+from nova_ext import conf as ext_conf
+from nova_ext.index import refresh
+
+LOG = logging.getLogger(__name__)
+
+
+class IndexRefreshHandler(base.Handler):
+    """Re-reads a server into the index after an unannounced change."""
+
+    routes = (base.VOLUME_ATTACHMENT_UPDATE,)
+
+    @classmethod
+    def enabled(cls, conf):
+        return conf.nova_ext_instance_list.driver == 'index'
+
+    def __init__(self, conf=None):
+        self.conf = conf or ext_conf.CONF
+
+    def __call__(self, request, application):
+        response = request.get_response(application)
+        if response.status_int >= 400:
+            return response
+        _route, urlvars = base.route_of(request)
+        server_id = urlvars['server_id']
+        try:
+            _totals, failed = refresh.refresh_now(
+                request.environ['nova.context'], self.conf, [server_id])
+        except Exception as e:
+            # Nova made the change and answered: whatever fails here must
+            # not turn its answer into an error.
+            LOG.warning('nova_ext index: could not read server %s again '
+                        'after a change of its volume attachments (%s: %s); '
+                        'the reconcile pass will', server_id,
+                        type(e).__name__, e)
+        else:
+            if failed:
+                LOG.warning('nova_ext index: server %s is left for the '
+                            'indexer to read again', server_id)
+        return response

@@ -1,0 +1,189 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What a page nova_ext renders reads at request time, and from where.
+
+The volumes of a page are read from the index, which holds the block device
+mappings: no cell is read for them. They follow attach, detach and delete
+(notifications) and the update of 2.85 that Nova does not notify (the
+``index-refresh`` API handler).
+
+The index cannot hold a host's status (it follows the heartbeats), so the
+services behind host_status are read from the cells at request time; and
+only for callers to whom policy shows host_status, since nothing else in
+the view reads them. Every state Nova computes (UP, MAINTENANCE, UNKNOWN,
+DOWN) is compared with Nova's answer, for an admin and for a member under
+each host_status policy.
+"""
+
+import contextlib
+import datetime
+
+import nova.conf as nova_conf
+from nova import context as nova_context
+from nova import objects
+from nova.tests import fixtures as nova_fixtures
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from nova_ext.index import pending
+from nova_ext.tests.functional import population
+from nova_ext.tests.functional import test_index_parity
+
+UNKNOWN_ONLY = 'os_compute_api:servers:show:host_status:unknown-only'
+ANY_STATUS = 'os_compute_api:servers:show:host_status'
+
+
+@contextlib.contextmanager
+def _reads(table):
+    """Collect the databases (URLs) any engine reads ``table`` from."""
+    seen = []
+
+    def listen(conn, cursor, statement, *args):
+        if 'FROM %s' % table in statement:
+            seen.append(str(conn.engine.url))
+
+    sa.event.listen(sa.engine.Engine, 'before_cursor_execute', listen)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(sa.engine.Engine, 'before_cursor_execute', listen)
+
+
+class TestHostStatusParity(test_index_parity.IndexTestCase):
+
+    NOVA_EXT_OPTIONS = test_index_parity.CACHED_OPTIONS
+    FAST_RENDER = True
+
+    def setUp(self):
+        super().setUp()
+        self.servers = population.build(self)
+        self.sync_index()
+
+    def _service(self, host):
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.HostMapping.get_by_host(ctxt, host)
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            return objects.Service.get_by_compute_host(cctxt, host)
+
+    def _unknown(self, host):
+        """Stop a compute and age its last heartbeat past service_down_time.
+
+        Nova then reports its servers' host as UNKNOWN.
+        """
+        self.computes[host].stop()
+        service = self._service(host)
+        service.last_seen_up = timeutils.utcnow() - datetime.timedelta(
+            seconds=nova_conf.CONF.service_down_time * 2)
+        service.save()
+
+    def _compare(self, api, uri='servers/detail?all_tenants=1'):
+        with _reads('services') as reads:
+            got = self._get(api, uri)
+        self.assertEqual(200, got.status_code, got.text)
+        self.assertSameAnswer(api, uri)
+        statuses = {s['id']: s.get('host_status')
+                    for s in got.json()['servers']}
+        return statuses, reads
+
+    def test_every_status_for_each_policy(self):
+        s = self.servers
+        self.admin_api.api_put(
+            '/os-services/%s' % self._service('compute2-1').uuid,
+            {'status': 'disabled', 'disabled_reason': 'parity'})
+        self._unknown('compute1-1')
+
+        statuses, reads = self._compare(self.admin_api)
+        self.assertEqual('UNKNOWN', statuses[s['active1']['id']])
+        self.assertEqual('MAINTENANCE', statuses[s['locked2']['id']])
+        self.assertEqual('', statuses[s['shelved2']['id']])
+        self.assertTrue(reads, 'the services were not read for an admin')
+
+        # A member, by default, sees no host_status: nothing reads them.
+        statuses, reads = self._compare(self.api, 'servers/detail')
+        self.assertEqual({None}, set(statuses.values()))
+        self.assertEqual([], reads)
+
+        self.policy.set_rules({UNKNOWN_ONLY: '@'}, overwrite=False)
+        statuses, reads = self._compare(self.api, 'servers/detail')
+        self.assertEqual('UNKNOWN', statuses[s['active1']['id']])
+        self.assertIsNone(statuses[s['locked2']['id']])
+        self.assertTrue(reads)
+
+        self.policy.set_rules({ANY_STATUS: '@'}, overwrite=False)
+        statuses, _reads = self._compare(self.api, 'servers/detail')
+        self.assertEqual('MAINTENANCE', statuses[s['locked2']['id']])
+
+        # Forced down wins over disabled.
+        self.admin_api.microversion = '2.53'
+        self.admin_api.api_put(
+            '/os-services/%s' % self._service('compute2-1').uuid,
+            {'forced_down': True})
+        self.admin_api.microversion = 'latest'
+        statuses, _reads = self._compare(self.admin_api)
+        self.assertEqual('DOWN', statuses[s['locked2']['id']])
+
+        # Before 2.16 there is no host_status, for anyone.
+        self.admin_api.microversion = '2.15'
+        statuses, reads = self._compare(self.admin_api)
+        self.assertEqual({None}, set(statuses.values()))
+        self.assertEqual([], reads)
+
+
+class TestPageVolumes(test_index_parity.IndexTestCase):
+
+    NOVA_EXT_OPTIONS = dict(
+        test_index_parity.CACHED_OPTIONS,
+        nova_ext_notifications={'consumers': ['index']},
+        notifications={'notification_format': 'versioned',
+                       'notify_on_state_change': 'vm_and_task_state'})
+    FAST_RENDER = True
+
+    def _volumes(self, uri='servers/detail?all_tenants=1'):
+        """The volumes of each server; the page is compared with Nova's."""
+        self.index.wait_fresh()
+        with _reads('block_device_mapping') as reads:
+            got = self._get(self.admin_api, uri)
+        self.assertEqual(200, got.status_code, got.text)
+        self.assertSameAnswer(self.admin_api, uri)
+        self.assertEqual({str(self.index.engine.url)}, set(reads))
+        return {s['id']: s['os-extended-volumes:volumes_attached']
+                for s in got.json()['servers']}
+
+    def test_volumes_follow_the_server(self):
+        vol = nova_fixtures.CinderFixture.SWAP_OLD_VOL
+        server = self._create_server(host='compute1-1', networks='none')
+        self._attach_volume(server, vol)
+        self.assertEqual([{'id': vol, 'delete_on_termination': False}],
+                         self._volumes()[server['id']])
+
+        # Nova sends no notification for this one.
+        self.api.microversion = '2.85'
+        self.api.api_put(
+            '/servers/%s/os-volume_attachments/%s' % (server['id'], vol),
+            {'volumeAttachment': {'volumeId': vol,
+                                  'delete_on_termination': True}},
+            check_response_status=[202])
+        self.assertEqual(0, pending.count(self.index.engine))
+        self.assertEqual([{'id': vol, 'delete_on_termination': True}],
+                         self._volumes()[server['id']])
+
+        self.api.delete_server_volume(server['id'], vol)
+        self._wait_for_volume_detach(server['id'], vol)
+        self.notifier.wait_for_versioned_notifications(
+            'instance.volume_detach.end')
+        self.assertEqual([], self._volumes()[server['id']])
+
+        # A deleted server's mappings are deleted with it; listed with the
+        # deleted servers, it shows what Nova shows.
+        self._attach_volume(server, vol)
+        self._delete_server(server)
+        self._volumes('servers/detail?all_tenants=1&deleted=true')
