@@ -29,6 +29,28 @@ object_migrations_opts = [
 Online data migrations to enable, by entry point name in the
 ``nova_ext.object_migrations`` namespace, run in the order given.
 """),
+    cfg.BoolOpt(
+        'run_at_startup',
+        default=False,
+        help="""
+Set in nova-compute's configuration: once nova-compute has started, run the
+compute-id links enabled in ``migrations`` (``instance-compute-id``,
+``migration-dest-compute-id``, ``compute-node-service-id``) for this
+host's records (``[DEFAULT]host``), batch after batch until none is left.
+Like every database access of nova-compute, the work is done by
+nova-conductor, which must have nova_ext loaded (its notification driver).
+nova_ext is loaded into nova-compute by its notification driver too
+(``[oslo_messaging_notifications]driver = nova_ext``). Other Nova processes
+ignore this option.
+"""),
+    cfg.IntOpt(
+        'startup_batch_size',
+        default=1000,
+        min=1,
+        help="""
+How many records each compute-id link handles per call at startup
+(``run_at_startup``).
+"""),
 ]
 
 

@@ -14,15 +14,21 @@
 Enabled by adding ``nova_ext`` to ``[oslo_messaging_notifications]driver``
 in nova.conf; oslo.messaging loads it through the
 ``oslo.messaging.notify.drivers`` entry point when Nova's ``rpc.init``
-builds its notifiers. Nothing of Nova's is changed.
+builds its notifiers. Nothing of Nova's is changed. Being loaded into
+every process, it also starts nova-compute's startup work (compute.py).
 """
 
 from oslo_log import log as logging
 from oslo_messaging.notify import notifier
 
 from nova_ext import conf as ext_conf
+from nova_ext.entry_points import compute
 from nova_ext.notifications import base
 from nova_ext.notifications import dispatcher
+# Registers the versioned object nova-compute calls on nova-conductor for
+# its startup links (compute.py): the conductor loads nova_ext through this
+# driver too.
+from nova_ext.object_migrations import host_links  # noqa: F401
 
 LOG = logging.getLogger(__name__)
 
@@ -41,6 +47,9 @@ class NovaExtDriver(notifier.Driver):
         # stevedore logs that error and the process runs on without this
         # driver (see doc/source/admin/seams.rst, "Failure modes").
         self._dispatcher = dispatcher.get_dispatcher(ext_conf.CONF)
+        # The one code nova_ext runs in every process early: the place for
+        # nova-compute's startup work.
+        compute.attach(ext_conf.CONF)
 
     def notify(self, ctxt, message, priority, retry):
         try:

@@ -106,21 +106,27 @@ def _unlinked(spec):
     return sa.and_(r.c[spec.column].is_(None), r.c.deleted == 0)
 
 
-def _linkable_query(spec):
-    """(record id, target id) of unlinked records with one live target."""
+def _linkable_query(spec, host=None):
+    """(record id, target id) of unlinked records with one live target.
+
+    :param host: only the records of this compute host (the first key:
+        an instance's host, a migration's destination, a node's host).
+    """
     r, t = spec.record, spec.target
     on = sa.and_(t.c.deleted == 0, *spec.target_where,
                  *[t.c[tc] == r.c[rc] for rc, tc in spec.keys])
+    where = [_unlinked(spec), *[r.c[rc].is_not(None) for rc, _ in spec.keys]]
+    if host is not None:
+        where.append(r.c[spec.keys[0][0]] == host)
     return (sa.select(r.c.id, sa.func.min(t.c.id).label('target_id'))
             .select_from(r.join(t, on))
-            .where(_unlinked(spec),
-                   *[r.c[rc].is_not(None) for rc, _ in spec.keys])
+            .where(*where)
             .group_by(r.c.id)
             .having(sa.func.count(t.c.id) == 1))
 
 
-def candidates(conn, spec, max_count=None):
-    query = _linkable_query(spec).order_by(spec.record.c.id)
+def candidates(conn, spec, max_count=None, host=None):
+    query = _linkable_query(spec, host).order_by(spec.record.c.id)
     if max_count is not None:
         query = query.limit(max_count)
     return [(row.id, row.target_id) for row in conn.execute(query)]
@@ -139,8 +145,8 @@ def link(conn, spec, pairs):
     return done
 
 
-def migrate(conn, spec, max_count):
-    pairs = candidates(conn, spec, max_count)
+def migrate(conn, spec, max_count, host=None):
+    pairs = candidates(conn, spec, max_count, host)
     return len(pairs), link(conn, spec, pairs)
 
 
@@ -210,8 +216,13 @@ class Linker(base.ObjectMigration):
         with mode.using(context) as session:
             return fn(session.connection(), spec(self.name), *args)
 
-    def __call__(self, context, max_count):
-        found, done = self._run(context, migrate, max_count, write=True)
+    def __call__(self, context, max_count, host=None):
+        """Link at most ``max_count`` records (Nova's contract).
+
+        :param host: only the records of this compute host (host_links.py).
+        """
+        found, done = self._run(context, migrate, max_count, host,
+                                write=True)
         if found != done:
             LOG.info('%(name)s: %(lost)d of %(found)d records were linked '
                      'by someone else meanwhile',

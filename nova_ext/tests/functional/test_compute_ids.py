@@ -22,10 +22,12 @@ import io
 import json
 import threading
 
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models
 from nova.objects import instance as instance_obj
+from nova.tests import fixtures as nova_fixtures
 from oslo_upgradecheck import upgradecheck
 from oslo_utils import uuidutils
 import sqlalchemy as sa
@@ -35,6 +37,7 @@ from nova_ext.cmd import manage
 from nova_ext.cmd import manage_db
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
+from nova_ext.entry_points import compute as compute_ep
 from nova_ext.object_migrations import compute_ids
 from nova_ext.tests.functional import base
 
@@ -299,3 +302,91 @@ class TestComputeIds(ComputeIdsTestCase):
                          [out for _, out in results])
         self.assertAllLinked()
         self.assertEqual(0, self.odm()[0])
+
+
+class _FromThisThread(object):
+    """nova-compute's indirection API, for the thread that made it only.
+
+    The harness runs every service in one process, where a global
+    indirection API would send the conductor's own object calls back to
+    itself; the conductor's threads see none, as in a process of its own.
+    """
+
+    def __init__(self):
+        self.api = conductor_rpcapi.ConductorAPI()
+        self.thread = threading.get_ident()
+        self.calls = []
+
+    def __bool__(self):
+        return threading.get_ident() == self.thread
+
+    def __getattr__(self, name):
+        self.calls.append(name)
+        return getattr(self.api, name)
+
+
+class TestLinkAtStartup(ComputeIdsTestCase):
+    """run_at_startup: a compute links its own host, via the conductor."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(run_at_startup=True, startup_batch_size=1,
+                   group='nova_ext_object_migrations')
+
+    def as_compute(self):
+        """From here on, this thread's objects go to the conductor."""
+        self.compute_side = _FromThisThread()
+        self.useFixture(nova_fixtures.IndirectionAPIFixture(
+            self.compute_side))
+
+    def _dest_ids(self, name):
+        with self.conn(name) as conn:
+            return [r[0] for r in conn.execute(
+                sa.select(MIGRATIONS.c.dest_compute_id))]
+
+    def _service_ids(self, name):
+        with self.conn(name) as conn:
+            return [r[0] for r in conn.execute(
+                sa.select(NODES.c.service_id).where(NODES.c.deleted == 0))]
+
+    def test_links_its_host_only(self):
+        self.seed()
+        self.as_compute()
+        totals = compute_ep.run_for_host(self.ctx, ext_conf.CONF,
+                                         'compute1-1')
+        self.assertEqual({'instance-compute-id': [2, 2],
+                          'migration-dest-compute-id': [1, 1],
+                          'compute-node-service-id': [1, 1]}, totals)
+        # Each batch was a call to the conductor.
+        self.assertEqual(['object_class_action_versions'] * 3,
+                         self.compute_side.calls)
+        links = self.links('cell1')
+        for uuid in self.linkable['cell1']:
+            self.assertEqual(self.nodes['cell1'].id, links[uuid])
+        for uuid in self.unlinkable:
+            self.assertIsNone(links[uuid])
+        self.assertEqual([self.nodes['cell1'].id], self._dest_ids('cell1'))
+        self.assertNotIn(None, self._service_ids('cell1'))
+        # The other cell's host is not this compute's business.
+        links = self.links('cell2')
+        self.assertEqual({None}, {links[u] for u in self.linkable['cell2']})
+        self.assertEqual([None], self._dest_ids('cell2'))
+        self.assertEqual([None], self._service_ids('cell2'))
+
+        self.assertEqual({'instance-compute-id': [0, 0],
+                          'migration-dest-compute-id': [0, 0],
+                          'compute-node-service-id': [0, 0]},
+                         compute_ep.run_for_host(self.ctx, ext_conf.CONF,
+                                                 'compute1-1'))
+        totals = compute_ep.run_for_host(self.ctx, ext_conf.CONF,
+                                         'compute2-1')
+        self.assertEqual([2, 2], totals['instance-compute-id'])
+        self.assertAllLinked()
+
+    def test_unmapped_host_links_nothing(self):
+        self.as_compute()
+        self.assertEqual(
+            {'instance-compute-id': [0, 0],
+             'migration-dest-compute-id': [0, 0],
+             'compute-node-service-id': [0, 0]},
+            compute_ep.run_for_host(self.ctx, ext_conf.CONF, 'nowhere'))

@@ -1,0 +1,106 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""nova-compute's startup links: when they run, and only there."""
+
+import importlib.util
+
+import fixtures
+from nova.objects import base as nova_objects_base
+
+from nova_ext.entry_points import compute
+from nova_ext.tests.unit import base
+
+
+class _Clock(object):
+    """A clock that moves only when slept on."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+class TestStartup(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.runs = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.entry_points.compute.run_for_host', self._run))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.entry_points.compute._THREAD', None))
+        self.failures = 0
+
+    def _run(self, context, conf, host):
+        self.runs.append(host)
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError('conductor not there yet')
+        return {}
+
+    def _as_nova_compute(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.db.main.api.DISABLE_DB_ACCESS', True))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.objects.base.NovaObject.indirection_api', object()))
+
+    def test_off_by_default(self):
+        self.assertIsNone(compute.attach(self.conf.conf))
+
+    def test_one_thread_per_process(self):
+        self.flags(run_at_startup=True, group='nova_ext_object_migrations')
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.entry_points.compute.STARTUP_WAIT', 0.0))
+        first = compute.attach(self.conf.conf)
+        self.assertIs(first, compute.attach(self.conf.conf))
+        first.join(5)
+        self.assertFalse(first.is_alive())
+
+    def test_other_processes_run_nothing(self):
+        clock = _Clock()
+        compute._when_started(self.conf.conf, wait=10.0, clock=clock,
+                              sleep=clock.sleep)
+        self.assertEqual([], self.runs)
+        self.assertEqual(10.0, clock.now)
+
+    def test_nova_compute_links_its_host_retrying(self):
+        self.flags(host='cmp-7')
+        self._as_nova_compute()
+        self.failures = 2
+        clock = _Clock()
+        compute._when_started(self.conf.conf, wait=10.0, clock=clock,
+                              sleep=clock.sleep)
+        self.assertEqual(['cmp-7'] * 3, self.runs)
+        self.assertEqual([compute.RETRY_INTERVAL] * 2, clock.slept)
+
+    def test_nova_compute_sets_itself_up_as_expected(self):
+        # What is_nova_compute() watches for: nova-compute's main turns off
+        # database access and sends objects to the conductor before it
+        # creates its service. If Nova changes that, this fails. (Read, not
+        # imported: importing it patches the process for nova-compute.)
+        path = importlib.util.find_spec('nova.cmd.compute').origin
+        with open(path) as f:
+            source = f.read().split('\ndef main():', 1)[1]
+        disable = source.index('nova.db.main.api.DISABLE_DB_ACCESS = True')
+        indirection = source.index(
+            'objects_base.NovaObject.indirection_api = '
+            'conductor_rpcapi.ConductorAPI()')
+        create = source.index('service.Service.create(')
+        self.assertLess(max(disable, indirection), create)
+        self.assertIsNone(nova_objects_base.NovaObject.indirection_api)
+        self.assertFalse(compute.is_nova_compute())
