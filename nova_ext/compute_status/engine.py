@@ -36,12 +36,31 @@ COMPUTE_BINARY = 'nova-compute'
 CONFLICT_RETRIES = 4
 
 
+#: How a virt driver marks the disable it does itself when it loses its
+#: hypervisor: Nova's libvirt driver (``DISABLE_PREFIX`` in
+#: ``nova.virt.libvirt.driver``, the only driver that reports its
+#: hypervisor) disables its service with this reason prefix when the
+#: connection to libvirt is lost, and enables it again once reconnected.
+HYPERVISOR_LOST_PREFIX = 'AUTO: '
+
+
+def hypervisor_up(service):
+    """False if the service's virt driver reported its hypervisor lost.
+
+    None otherwise: no driver says that its hypervisor is reachable.
+    """
+    reason = service.disabled_reason or ''
+    if service.disabled and reason.startswith(HYPERVISOR_LOST_PREFIX):
+        return False
+    return None
+
+
 def status_of(service, up):
     """The ``ServiceStatus`` of a ``nova.objects.Service``."""
     return base.ServiceStatus(host=service.host,
                               disabled=bool(service.disabled),
                               forced_down=bool(service.forced_down),
-                              up=up)
+                              up=up, hypervisor_up=hypervisor_up(service))
 
 
 class TraitEngine(object):

@@ -244,6 +244,55 @@ class TestServicesAPI(_ComputeStatusBase):
         self._drain()
         self.assertEqual(set(), self._marked(DOWN))
 
+    def _as_libvirt(self, host, connected):
+        """Do what Nova's libvirt driver does on losing its hypervisor.
+
+        LibvirtDriver._set_host_enabled, when the connection to libvirt
+        drops (connected False) or comes back.
+        """
+        ctxt = nova_context.get_admin_context()
+        with nova_context.target_cell(
+                ctxt, self.cell_mappings['cell1']) as cctxt:
+            service = objects.Service.get_by_compute_host(cctxt, host)
+            service.disabled = not connected
+            service.disabled_reason = (
+                None if connected else
+                'AUTO: Connection to libvirt lost: test')
+            service.save()
+
+    def test_hypervisor_lost_and_back(self):
+        self._as_libvirt('compute1-1', connected=False)
+        self._drain()
+        self.assertEqual({DISABLED, DOWN}, {
+            t for t in self._traits('compute1-1') if t in (DISABLED, DOWN)})
+        self.assertEqual({'compute1-1'}, self._marked(DOWN))
+        self._as_libvirt('compute1-1', connected=True)
+        self._drain()
+        self.assertEqual(set(), {t for t in self._traits('compute1-1')
+                                 if t in (DISABLED, DOWN)})
+
+    def test_every_node_of_a_multi_node_service(self):
+        # An ironic-style service: one nova-compute, several root nodes.
+        compute = self.computes['compute1-1']
+        compute.manager.driver._set_nodes(['compute1-1', 'compute1-1-b'])
+        self._run_periodics()
+        nodes = [self._get_provider_uuid_by_name(n)
+                 for n in ('compute1-1', 'compute1-1-b')]
+        sid = self._service_id('compute1-1')
+
+        def status_traits():
+            return [{t for t in self._get_provider_traits(rp)
+                     if t in (DISABLED, DOWN)} for rp in nodes]
+
+        self.admin_api.put_service(sid, {'forced_down': True})
+        self._drain()
+        self.assertEqual([{DOWN}, {DOWN}], status_traits())
+        self.admin_api.put_service(sid, {'forced_down': False})
+        self._drain()
+        self.assertEqual([set(), set()], status_traits())
+        self.assertEqual(set(), {t for t in self._traits('compute2-1')
+                                 if t in (DISABLED, DOWN)})
+
     def test_disabled_while_down_gets_trait_on_reconcile(self):
         w = self._watcher()
         self._stop('compute1-1')

@@ -12,6 +12,7 @@
 """Request filters, the compute-status callback and the heartbeat rule."""
 
 import datetime
+import importlib.util
 
 import fixtures
 from nova import objects
@@ -164,6 +165,33 @@ class TestComputeStatusCallback(base.TestCase):
                               engine.TraitEngine.from_conf, self.conf.conf)
         self.assertIn("'no-such'", str(e))
         self.assertIn('nova_ext.virt.trait_callbacks', str(e))
+
+
+class TestHypervisorStatus(base.TestCase):
+
+    def _service(self, disabled, reason):
+        return objects.Service(host='h', disabled=disabled,
+                               disabled_reason=reason, forced_down=False)
+
+    def test_only_the_drivers_own_disable_means_hypervisor_lost(self):
+        lost = self._service(True, 'AUTO: Connection to libvirt lost: 1')
+        self.assertIs(False, engine.hypervisor_up(lost))
+        self.assertIs(False, engine.status_of(lost, True).hypervisor_up)
+        for service in (self._service(True, 'maintenance'),
+                        self._service(True, None),
+                        self._service(False, None),
+                        # Re-enabled by hand, the old reason left behind.
+                        self._service(False, 'AUTO: Connection lost')):
+            self.assertIsNone(engine.hypervisor_up(service))
+
+    def test_prefix_is_novas_libvirt_drivers(self):
+        # Read, not imported: the driver module wants libvirt's bindings.
+        path = importlib.util.find_spec('nova.virt.libvirt.driver').origin
+        with open(path) as f:
+            source = f.read()
+        self.assertIn("\nDISABLE_PREFIX = %r\n"
+                      % engine.HYPERVISOR_LOST_PREFIX, source)
+        self.assertIn('DISABLE_PREFIX + disable_reason', source)
 
 
 class _Rogue(virt_base.TraitCallback):
