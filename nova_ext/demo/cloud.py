@@ -61,6 +61,11 @@ class _Cloud(base.NovaExtTestCase):
     body = None
     progress = None
 
+    def setUp(self):
+        #: Computes a scene stopped (stop_compute).
+        self.stopped_computes = set()
+        super().setUp()
+
     def _setup_services(self):
         self.progress.step('starting nova-conductor and nova-scheduler (%s)'
                            % ('nova_ext attached' if self.NOVA_EXT_SEAMS
@@ -78,6 +83,18 @@ class _Cloud(base.NovaExtTestCase):
         self.progress.done()
         self.progress.step('starting nova-api')
         return first
+
+    def stop_compute(self, host):
+        """Stop a nova-compute, as a scene does to show it going down.
+
+        Later scenes ask :meth:`compute_running` before they send servers
+        to a host.
+        """
+        self.computes[host].stop()
+        self.stopped_computes.add(host)
+
+    def compute_running(self, host):
+        return host in self.computes and host not in self.stopped_computes
 
     def start_compute(self, cell_name, driver):
         """One more nova-compute in a cell, with another virt driver.

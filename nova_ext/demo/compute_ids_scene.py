@@ -87,14 +87,6 @@ def _show(report, command, lines):
         report.line('  %s', line)
 
 
-def _running(cloud, host):
-    # An earlier scene may have stopped a compute (compute-status stops
-    # one); a server sent there would never build.
-    manager = getattr(cloud.computes[host], 'manager', None)
-    stopping = getattr(manager, '_shutdown_in_progress', None)
-    return not (stopping is not None and stopping.is_set())
-
-
 def _cell_of(host):
     return 'cell%s' % host[len('compute'):].split('-', 1)[0]
 
@@ -103,7 +95,9 @@ def _seed(cloud, ctxt, cells, renamed):
     """Pre-2023.2 records; returns what the scene must undo."""
     undo = {'servers': [], 'flavors': [], 'migrations': {}}
     hosts = sorted(cloud.computes)
-    up = [h for h in hosts if _running(cloud, h)]
+    # An earlier scene may have stopped a compute (compute-status stops
+    # one); a server sent there would never build.
+    up = [h for h in hosts if cloud.compute_running(h)]
     small = cloud._create_flavor(memory_mb=512, vcpu=1, disk=1)
     huge = cloud._create_flavor(disk=10 ** 7)
     undo['flavors'] += [small, huge]

@@ -106,7 +106,7 @@ def _scene(cloud, report, watcher, hosts, t0):
 
     report.line('')
     report.line('Stopping %s: its heartbeats stop', second)
-    cloud.computes[second].stop()
+    cloud.stop_compute(second)
     # The window starts at the watcher's first look at the stopped compute:
     # a heartbeat it wrote before stopping restarts it, as it should.
     watcher.sweep()
