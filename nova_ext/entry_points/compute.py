@@ -95,6 +95,9 @@ def _when_started(conf, wait=STARTUP_WAIT, clock=time.monotonic,
         LOG.info('nova_ext linked the records of host %s at startup: %s',
                  conf.host, totals)
         return
+    LOG.warning('nova_ext gave up linking the records of host %s at '
+                'startup; nova-ext-manage db online_data_migrations links '
+                'them', conf.host)
 
 
 def run_for_host(context, conf, host):
