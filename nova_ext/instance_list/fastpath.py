@@ -136,8 +136,11 @@ def render(driver, view_builder, listing, page):
         return view_builder.index(listing.request, page,
                                   cell_down_support=cell_down_support)
     if _shows_host_status(view_builder, listing):
-        index.fill_services(listing.context, page,
-                            lambda inst: inst.cell_id)
+        # Rows a first pass of the page gave services keep them.
+        lacking = [inst for inst in page if 'services' not in inst]
+        if lacking:
+            index.fill_services(listing.context, lacking,
+                                lambda inst: inst.cell_id)
     environ = listing.request.environ
     environ[view.VOLUMES] = driver.volumes
     try:
@@ -196,6 +199,8 @@ def render_cached(driver, listing, records, cache):
             again = full.get(instance.uuid)
             if again is not None:
                 again.render_version = instance.render_version
+                if 'services' in instance:
+                    again.services = instance.services
                 page[n] = again
         render.missed = []
         body = render_or_hand(driver, builder, listing, page)

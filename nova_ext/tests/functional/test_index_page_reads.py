@@ -105,7 +105,9 @@ class TestHostStatusParity(test_index_parity.IndexTestCase):
         self.assertEqual('UNKNOWN', statuses[s['active1']['id']])
         self.assertEqual('MAINTENANCE', statuses[s['locked2']['id']])
         self.assertEqual('', statuses[s['shelved2']['id']])
-        self.assertTrue(reads, 'the services were not read for an admin')
+        # The first page is rendered cold, in two passes: each cell's
+        # services are read once all the same.
+        self.assertEqual(2, len(reads), reads)
 
         # A member, by default, sees no host_status: nothing reads them.
         statuses, reads = self._compare(self.api, 'servers/detail')
