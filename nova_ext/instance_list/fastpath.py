@@ -141,13 +141,9 @@ def render(driver, view_builder, listing, page):
         if lacking:
             index.fill_services(listing.context, lacking,
                                 lambda inst: inst.cell_id)
-    environ = listing.request.environ
-    environ[view.VOLUMES] = driver.volumes
-    try:
+    with view.volumes_from(driver.volumes):
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)
-    finally:
-        environ.pop(view.VOLUMES, None)
 
 
 def _shows_host_status(view_builder, listing):

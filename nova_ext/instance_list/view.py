@@ -13,13 +13,14 @@
 
 ``_list_view`` below is Nova 34's, line for line, but for where the request
 specs come from (request_specs.py); the block device mappings of a page
-come from the instance index (``VOLUMES``). ``_list_view`` is the one
+come from the instance index (``volumes_from``). ``_list_view`` is the one
 method of Nova's view that nova_ext carries a copy of; the version gate of
 the instance list (``nova_ext.compat.TESTED_NOVA``), a unit test comparing
 it with Nova's source and the parity tests at every microversion hold it
 to Nova's.
 """
 
+import contextlib
 import contextvars
 import functools
 
@@ -33,12 +34,23 @@ from nova_ext.instance_list import request_specs
 
 #: Where a request's PageRender is, while a page is rendered.
 RENDER = 'nova_ext.page_render'
-#: Where a request's reader of the page's volumes is: a function of a
-#: context and instance uuids, as Nova's ``bdms_by_instance_uuid``.
-VOLUMES = 'nova_ext.page_volumes'
-# The request's reader while detail() runs; Nova calls the volumes method
-# with a context only.
+# The reader of the page's volumes while a page is rendered (volumes_from):
+# Nova calls the volumes method with a context only, no request.
 _VOLUMES = contextvars.ContextVar('nova_ext_page_volumes', default=None)
+
+
+@contextlib.contextmanager
+def volumes_from(read):
+    """Within, the page's volumes come from ``read``.
+
+    :param read: a function of a context and instance uuids, as Nova's
+        ``bdms_by_instance_uuid``.
+    """
+    token = _VOLUMES.set(read)
+    try:
+        yield
+    finally:
+        _VOLUMES.reset(token)
 
 
 class PageRender(object):
@@ -82,14 +94,6 @@ def _redone(servers):
 
 
 class ViewBuilder(views_servers.ViewBuilder):
-
-    def detail(self, request, instances, cell_down_support=False):
-        token = _VOLUMES.set(request.environ.get(VOLUMES))
-        try:
-            return super().detail(request, instances,
-                                  cell_down_support=cell_down_support)
-        finally:
-            _VOLUMES.reset(token)
 
     @staticmethod
     def _get_instance_bdms_in_multiple_cells(ctxt, instance_uuids):
