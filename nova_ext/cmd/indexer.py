@@ -30,6 +30,21 @@ from nova_ext.cmd import common
 from nova_ext import conf as ext_conf  # noqa: F401
 
 
+def schema_problem(conf):
+    """Why the index schema cannot be written by this nova_ext, or None.
+
+    An indexer whose code is newer than the schema would fail on every
+    batch that needs a new table, and requeue it for ever.
+    """
+    from nova_ext.index import migration
+
+    current, head = migration.current(conf), migration.head()
+    if current != head:
+        return ('the index schema is at revision %s, this nova_ext needs %s: '
+                'run "nova-ext-manage index db_sync"' % (current, head))
+    return None
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog='nova-ext-indexer',
                                      description=__doc__.split('\n')[0])
@@ -46,6 +61,10 @@ def main(argv=None):
     # Nova's configuration path (control exchange "nova", the databases);
     # the listener builds its own transport.
     conf = common.configure('nova-ext-indexer', args)
+    problem = schema_problem(conf)
+    if problem:
+        print('nova-ext-indexer: %s' % problem, file=sys.stderr)
+        return 2
     from nova_ext.index import listener
 
     indexer = listener.Indexer(conf, run_worker=not args.no_worker,

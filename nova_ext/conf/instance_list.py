@@ -80,6 +80,28 @@ servers that did not change is not rendered again; each document takes a
 few kilobytes. What Nova adds to a page per request (``host_status``,
 security groups, links) is still computed per request.
 """),
+    cfg.BoolOpt(
+        'reuse_services',
+        default=True,
+        mutable=True,
+        help="""
+With ``driver = index``, keep in each nova-api process the nova-compute
+services that pages read from the cells for ``host_status`` (shown to
+admins), and read a host's services again only when its status could be
+other than what they give.
+
+``host_status`` is computed from ``forced_down``, ``disabled`` and the last
+heartbeat. The flags change only with a ``service.*`` notification, which
+the index's consumers (the in-process ``index`` consumer or
+``nova-ext-indexer``) record; a heartbeat only moves forward, so services
+that showed a host up keep showing it up until ``[DEFAULT]service_down_time``
+after that heartbeat, exactly as a fresh read would. Services are read
+again when their host has a recorded change, when they would no longer
+show it up, and in any case ``service_down_time`` seconds after they were
+read, so a lost notification costs at most that long. Only with Nova's
+``db`` servicegroup driver; ``false`` reads every page's services from
+their cells.
+"""),
 ]
 
 

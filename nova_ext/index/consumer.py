@@ -32,6 +32,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index import db
 from nova_ext.index import events
 from nova_ext.index import pending
+from nova_ext.index import service_changes
 from nova_ext.index import worker
 from nova_ext.notifications import base
 from nova_ext.notifications import dispatcher
@@ -245,12 +246,25 @@ def _more_queued(conf):
 
 class IndexConsumer(base.Consumer):
 
-    event_types = events.EVENT_TYPES
+    event_types = events.EVENT_TYPES + service_changes.EVENT_TYPES
 
     def __init__(self, conf=None):
         self.conf = conf or CONF
 
     def consume(self, notification):
+        host = service_changes.host(notification.event_type,
+                                    notification.payload)
+        if host is not None:
+            # Rare (an operator's or a driver's act), and what nova-api
+            # keeps is checked against it: recorded now, not batched.
+            try:
+                service_changes.bump(db.get_engine(self.conf), [host])
+            except Exception as e:
+                LOG.warning('nova_ext index cannot record a change of the '
+                            'services of host %s (%s: %s); what nova-api '
+                            'keeps of them expires within '
+                            'service_down_time', host, type(e).__name__, e)
+            return
         change = events.change(notification.event_type,
                                notification.payload, notification.timestamp)
         if change is None:

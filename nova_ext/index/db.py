@@ -88,6 +88,21 @@ def begin_write(engine):
             yield conn
 
 
+def write(engine, fn, attempts=3):
+    """``fn(conn)`` in a :func:`begin_write` transaction; its result.
+
+    Run again while it loses a race (:func:`lost_race`), up to ``attempts``
+    times in all.
+    """
+    for attempt in range(attempts):
+        try:
+            with begin_write(engine) as conn:
+                return fn(conn)
+        except (db_exc.DBError, sa_exc.DBAPIError) as e:
+            if attempt == attempts - 1 or not lost_race(e):
+                raise
+
+
 def stale_snapshot(error):
     """Whether SQLite refused a write for another connection's commit.
 

@@ -32,6 +32,7 @@ from nova_ext.index import db
 from nova_ext.index import events
 from nova_ext.index import pending
 from nova_ext.index import reconcile
+from nova_ext.index import service_changes
 from nova_ext.index import worker as worker_mod
 
 LOG = logging.getLogger(__name__)
@@ -45,15 +46,21 @@ BACKOFF, MAX_BACKOFF = 0.1, 2.0
 
 
 class Endpoint(object):
-    """Marks the instance changes of a batch; requeues what it could not."""
+    """Records the changes of a batch; requeues what it could not.
+
+    Instance changes are marked pending; service changes move their host's
+    generation on (``service_changes``).
+    """
 
     filter_rule = oslo_messaging.NotificationFilter(
-        event_type=r'^instance\.')
+        event_type=r'^(instance\.|service\.(create|update|delete)$)')
 
     def __init__(self, conf, wake=None):
         self.conf = conf
         self.wake = wake
         self.marked = 0
+        #: Service notifications recorded.
+        self.services = 0
         self.requeued = 0
         self._lock = threading.Lock()
         self._failing = False
@@ -64,10 +71,17 @@ class Endpoint(object):
             events.change(m['event_type'], m['payload'],
                           (m['metadata'] or {}).get('timestamp'))
             for m in messages) if change is not None]
-        if not changes:
+        hosts = [host for host in (
+            service_changes.host(m['event_type'], m['payload'])
+            for m in messages) if host is not None]
+        if not changes and not hosts:
             return oslo_messaging.NotificationResult.HANDLED
         try:
+            # Both are idempotent where it matters: a batch requeued after
+            # the first commits is marked again, and a host moved on twice
+            # only makes nova-api read its services once more.
             pending.mark(db.get_engine(self.conf), changes)
+            service_changes.bump(db.get_engine(self.conf), hosts)
         except Exception as e:
             with self._lock:
                 self.requeued += len(messages)
@@ -86,7 +100,8 @@ class Endpoint(object):
             self._failing = False
             self._backoff = BACKOFF
             self.marked += len(changes)
-        if self.wake is not None:
+            self.services += len(hosts)
+        if self.wake is not None and changes:
             self.wake()
         return oslo_messaging.NotificationResult.HANDLED
 

@@ -21,12 +21,10 @@ between the two, and the age of the oldest mark is the index's lag.
 
 import time
 
-from oslo_db import exception as db_exc
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
-from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
 
@@ -61,17 +59,10 @@ def mark(engine, events):
     # they wait for each other rather than deadlock.
     rows = [{'uuid': uuid, 'first_event_at': first, 'last_event_at': last,
              'attempts': 0} for uuid, (first, last) in sorted(latest.items())]
-    for attempt in range(3):
-        try:
-            with db.begin_write(engine) as conn:
-                _mark(conn, rows)
-            return
-        except (db_exc.DBError, sa_exc.DBAPIError) as e:
-            # MySQL and PostgreSQL can still pick an upsert as a deadlock
-            # victim; so can a backend without an upsert lose the race
-            # between its read and its insert. Run again.
-            if attempt == 2 or not db.lost_race(e):
-                raise
+    # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
+    # so can a backend without an upsert lose the race between its read
+    # and its insert: db.write runs it again.
+    db.write(engine, lambda conn: _mark(conn, rows))
 
 
 def _upsert(dialect):

@@ -28,7 +28,6 @@ from nova import objects
 
 from nova_ext import exception
 from nova_ext.instance_list import base
-from nova_ext.instance_list import index
 from nova_ext.instance_list import rows
 from nova_ext.instance_list import view
 
@@ -82,7 +81,7 @@ def check_build_requests(context, filters, listing):
 
 
 #: What the index query does not join, though get_all asks for it: the
-#: services (read live, fill_services), security groups (the view reads
+#: services (from the cells, services.py), security groups (the view reads
 #: Neutron's) and the metadata (read without ORM objects, instances()).
 _NOT_JOINED = frozenset(['services', 'security_groups', 'metadata',
                          'system_metadata'])
@@ -139,8 +138,8 @@ def render(driver, view_builder, listing, page):
         # Rows a first pass of the page gave services keep them.
         lacking = [inst for inst in page if 'services' not in inst]
         if lacking:
-            index.fill_services(listing.context, lacking,
-                                lambda inst: inst.cell_id)
+            driver.services.fill(listing.context, lacking,
+                                 lambda inst: inst.cell_id)
     with view.volumes_from(driver.volumes):
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)

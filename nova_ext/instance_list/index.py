@@ -18,7 +18,8 @@ same ``instance_get_all_by_filters_sort`` (every filter, sort key and
 ``deleted``/``changes-since`` rule) and the same object hydration. The index
 is simply presented to that code as if it were one cell holding everything.
 Only what cannot be stored is fetched at request time: the services behind
-``host_status``, whose liveness changes with every heartbeat.
+``host_status``, whose liveness changes with every heartbeat (see
+``services``).
 """
 
 import collections
@@ -32,7 +33,6 @@ from nova.db.main import api as main_db_api
 from nova.db.main import models
 from nova import exception as nova_exception
 from nova import objects
-from nova.objects import base as obj_base
 from nova.objects import instance as instance_obj
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
@@ -46,6 +46,7 @@ from nova_ext.index import metrics
 from nova_ext.index import pending
 from nova_ext.index import writer
 from nova_ext.instance_list import base
+from nova_ext.instance_list import services
 
 CONF = ext_conf.CONF
 _NAMESPACE = uuid_lib.UUID('6e6f7661-5f65-7874-2d69-6e6465780000')
@@ -117,72 +118,6 @@ def _restore_ids(instances):
     return cells
 
 
-def _services(cctxt, hosts_by_uuid):
-    # Plain rows on a connection rather than ORM objects in a session: this
-    # runs once per cell on the page, and the session is most of its cost.
-    table = models.Service.__table__
-    engine = main_db_api.get_context_manager(cctxt).reader.get_engine()
-    with engine.connect() as conn:
-        return [dict(row._mapping) for row in conn.execute(
-            sa.select(table).where(
-                table.c.host.in_(sorted(hosts_by_uuid[cctxt.cell_uuid])),
-                table.c.binary == 'nova-compute'))]
-
-
-def services_by_host(ctx, hosts_by_cell):
-    """The nova-compute services of some hosts, read from their cells now.
-
-    One query per cell, the cells in parallel as Nova reads them, so that
-    the wait does not grow with the number of cells on the page.
-
-    :param hosts_by_cell: ``{cell mapping id: set of host names}``.
-    :returns: ``{(cell mapping id, host): [service rows as dicts]}``, as
-        Nova's ``services`` join would give them.
-    :raises Unservable: a cell did not answer; its host_status is unknown.
-    """
-    by_host = collections.defaultdict(list)
-    if not hosts_by_cell:
-        return by_host
-    nova_context.load_cells()
-    cells = [cell for cell in nova_context.CELLS if cell.id in hosts_by_cell]
-    id_of = {cell.uuid: cell.id for cell in cells}
-    results = nova_context.scatter_gather_cells(
-        ctx, cells, nova_context.CELL_TIMEOUT, _services,
-        {cell.uuid: hosts_by_cell[cell.id] for cell in cells})
-    for cell_uuid, result in sorted(results.items()):
-        if (result is nova_context.did_not_respond_sentinel or
-                isinstance(result, Exception)):
-            raise base.Unservable('cell %s did not give the services of '
-                                  'its hosts: %s' % (cell_uuid, result))
-        for service in result:
-            by_host[(id_of[cell_uuid], service['host'])].append(service)
-    return by_host
-
-
-def fill_services(ctx, instances, cell_of):
-    """Give each instance its host's services, as Nova's ``services`` join.
-
-    Nova joins them to live instances only; host_status is computed from
-    them, so they are read now, one query per cell on the page.
-
-    :param cell_of: a function of an instance, its cell mapping id.
-    """
-    keys = [(cell_of(inst), inst.host) if inst.host and not inst.deleted
-            else None for inst in instances]
-    hosts = collections.defaultdict(set)
-    for key in filter(None, keys):
-        hosts[key[0]].add(key[1])
-    by_host = services_by_host(ctx, hosts)
-    made = {}
-    for inst, key in zip(instances, keys):
-        if key not in made:
-            made[key] = obj_base.obj_make_list(
-                ctx, objects.ServiceList(ctx), by_host.get(key, []))
-        inst.services = made[key]
-        if isinstance(inst, objects.Instance):
-            inst.obj_reset_changes(['services'])
-
-
 def _check_tombstones(conf, filters):
     """Hand to Nova the queries that could need purged tombstones."""
     days = conf.nova_ext_index.deleted_retention
@@ -247,6 +182,7 @@ class IndexDriver(base.InstanceListDriver):
     def __init__(self, conf=None):
         self.conf = conf or CONF
         self.cells = cellhealth.CellHealth()
+        self.services = services.Services(self.conf)
 
     def is_available(self):
         lag = pending.lag(db.get_engine(self.conf))
@@ -373,5 +309,5 @@ class IndexDriver(base.InstanceListDriver):
             ctx, objects.InstanceList(), records, attrs)
         cell_of = _restore_ids(result)
         if want_services:
-            fill_services(ctx, result, lambda inst: cell_of[inst.uuid])
+            self.services.fill(ctx, result, lambda inst: cell_of[inst.uuid])
         return result, []

@@ -21,12 +21,15 @@ services behind host_status are read from the cells at request time; and
 only for callers to whom policy shows host_status, since nothing else in
 the view reads them. Every state Nova computes (UP, MAINTENANCE, UNKNOWN,
 DOWN) is compared with Nova's answer, for an admin and for a member under
-each host_status policy.
+each host_status policy. nova-api keeps what it read (``reuse_services``)
+and reads a cell again only when a service notification, a missed
+heartbeat or time says its services may give another status.
 """
 
 import contextlib
 import datetime
 
+import fixtures
 import nova.conf as nova_conf
 from nova import context as nova_context
 from nova import objects
@@ -62,9 +65,25 @@ def _reads(table, where=''):
         sa.event.remove(sa.engine.Engine, 'before_cursor_execute', listen)
 
 
-class TestHostStatusParity(test_index_parity.IndexTestCase):
+class _Clock(fixtures.Fixture):
+    """Stops oslo's clock (Nova's servicegroup API reads it) for a test."""
 
-    NOVA_EXT_OPTIONS = test_index_parity.CACHED_OPTIONS
+    def _setUp(self):
+        self.now = timeutils.utcnow()
+        self.useFixture(fixtures.MockPatchObject(
+            timeutils, 'utcnow', side_effect=self._utcnow))
+
+    def _utcnow(self, with_timezone=False):
+        if with_timezone:
+            return self.now.replace(tzinfo=datetime.timezone.utc)
+        return self.now
+
+    def advance(self, seconds):
+        self.now += datetime.timedelta(seconds=seconds)
+
+
+class _HostStatusCase(test_index_parity.IndexTestCase):
+
     FAST_RENDER = True
 
     def setUp(self):
@@ -97,6 +116,14 @@ class TestHostStatusParity(test_index_parity.IndexTestCase):
         statuses = {s['id']: s.get('host_status')
                     for s in got.json()['servers']}
         return statuses, reads
+
+
+class TestHostStatusParity(_HostStatusCase):
+    """Every page reads its services (reuse_services off)."""
+
+    NOVA_EXT_OPTIONS = {'nova_ext_instance_list': dict(
+        test_index_parity.CACHED_OPTIONS['nova_ext_instance_list'],
+        reuse_services=False)}
 
     def test_every_status_for_each_policy(self):
         s = self.servers
@@ -142,6 +169,62 @@ class TestHostStatusParity(test_index_parity.IndexTestCase):
         statuses, reads = self._compare(self.admin_api)
         self.assertEqual({None}, set(statuses.values()))
         self.assertEqual([], reads)
+
+
+class TestKeptServices(_HostStatusCase):
+    """What nova-api keeps of the services, with the index consumer."""
+
+    NOVA_EXT_OPTIONS = dict(
+        test_index_parity.CACHED_OPTIONS,
+        nova_ext_notifications={'consumers': ['index']},
+        notifications={'notification_format': 'versioned'})
+
+    def _admin_page(self):
+        self.index.wait_fresh()
+        return self._compare(self.admin_api)
+
+    def test_read_again_only_when_the_status_may_differ(self):
+        s = self.servers
+        statuses, reads = self._admin_page()
+        self.assertEqual('UP', statuses[s['active1']['id']])
+        self.assertEqual('UP', statuses[s['locked2']['id']])
+        self.assertEqual(2, len(reads), reads)
+        statuses, reads = self._admin_page()
+        self.assertEqual([], reads)
+
+        # Nova notifies the change: its cell, only, is read again.
+        cell2 = s['locked2']['id']
+        self.admin_api.api_put(
+            '/os-services/%s' % self._service('compute2-1').uuid,
+            {'status': 'disabled', 'disabled_reason': 'kept'})
+        statuses, reads = self._admin_page()
+        self.assertEqual('MAINTENANCE', statuses[cell2])
+        self.assertEqual(1, len(reads), reads)
+        self.assertEqual([], self._admin_page()[1])
+
+        # A compute that stops is UP until service_down_time after its last
+        # heartbeat, for Nova and from what was kept; then its cell is read.
+        clock = self.useFixture(_Clock())
+        self.computes['compute1-1'].stop()
+        statuses, reads = self._admin_page()
+        self.assertEqual('UP', statuses[s['active1']['id']])
+        self.assertEqual([], reads)
+        clock.advance(nova_conf.CONF.service_down_time + 1)
+        statuses, reads = self._admin_page()
+        self.assertEqual('UNKNOWN', statuses[s['active1']['id']])
+        # Nothing is kept beyond service_down_time: both cells.
+        self.assertEqual(2, len(reads), reads)
+        # A host shown down is read every time: a heartbeat may come.
+        self.assertEqual(1, len(self._admin_page()[1]))
+
+        self.admin_api.microversion = '2.53'
+        self.admin_api.api_put(
+            '/os-services/%s' % self._service('compute2-1').uuid,
+            {'forced_down': True})
+        self.admin_api.microversion = 'latest'
+        statuses, reads = self._admin_page()
+        self.assertEqual('DOWN', statuses[cell2])
+        self.assertEqual(2, len(reads), reads)
 
 
 class TestPageVolumes(test_index_parity.IndexTestCase):

@@ -1,0 +1,266 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Service changes (generations) and the services nova-api keeps."""
+
+import datetime
+import threading
+from unittest import mock
+
+import fixtures
+from oslo_db import exception as db_exc
+import oslo_messaging
+from oslo_utils import timeutils
+
+from nova_ext.cmd import indexer
+from nova_ext.index import consumer
+from nova_ext.index import listener
+from nova_ext.index import migration
+from nova_ext.index import pending
+from nova_ext.index import service_changes
+from nova_ext.instance_list import services
+from nova_ext.tests.unit import test_index
+
+NOW = datetime.datetime(2026, 11, 23, 10, 0, 0)
+
+
+def _service_message(host, event_type='service.update'):
+    return {'ctxt': {}, 'publisher_id': 'nova-api:h1',
+            'event_type': event_type,
+            'payload': {'nova_object.data': {'host': host, 'uuid': 'x'}},
+            'metadata': {'timestamp': '2026-11-22 10:00:00.000000'}}
+
+
+class TestGenerations(test_index.IndexDBTestCase):
+
+    def test_each_bump_moves_each_host_on_by_one(self):
+        self.assertEqual({'a': 0, 'b': 0},
+                         service_changes.generations(self.engine, ['a', 'b']))
+        service_changes.bump(self.engine, ['a'])
+        service_changes.bump(self.engine, ['a', 'b', 'a'])
+        self.assertEqual({'a': 2, 'b': 1, 'c': 0},
+                         service_changes.generations(self.engine,
+                                                     ['a', 'b', 'c']))
+
+    def test_concurrent_bumps_are_all_counted(self):
+        errors = []
+
+        def bump():
+            try:
+                for _ in range(10):
+                    service_changes.bump(self.engine, ['h1', 'h2'])
+            except Exception as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=bump) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        self.assertEqual([], errors)
+        self.assertEqual({'h1': 40, 'h2': 40},
+                         service_changes.generations(self.engine,
+                                                     ['h1', 'h2']))
+
+    def test_host_of_a_notification(self):
+        payload = {'nova_object.data': {'host': 'cmp1'}}
+        for event_type in service_changes.EVENT_TYPES:
+            self.assertEqual('cmp1',
+                             service_changes.host(event_type, payload))
+        self.assertIsNone(service_changes.host('instance.update', payload))
+        self.assertIsNone(service_changes.host('service.update', {}))
+        self.assertIsNone(service_changes.host(
+            'service.update', {'nova_object.data': {'host': None}}))
+
+
+class TestListenerRecordsServiceChanges(test_index.IndexDBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MockPatchObject(listener.time, 'sleep'))
+        self.wake = mock.Mock()
+        self.endpoint = listener.Endpoint(self.conf.conf, wake=self.wake)
+
+    def test_service_changes_move_their_hosts_on(self):
+        result = self.endpoint.info([
+            _service_message('cmp1'), test_index._message('a'),
+            _service_message('cmp1', 'service.delete'),
+            _service_message('cmp2', 'service.create')])
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED, result)
+        self.assertEqual({'cmp1': 1, 'cmp2': 1},
+                         service_changes.generations(self.engine,
+                                                     ['cmp1', 'cmp2']))
+        self.assertEqual(['a'], list(pending.take(self.engine, 10)))
+        self.assertEqual(3, self.endpoint.services)
+
+    def test_only_service_changes_wake_no_worker(self):
+        self.endpoint.info([_service_message('cmp1')])
+        self.wake.assert_not_called()
+
+    def test_batch_requeued_when_the_change_is_not_recorded(self):
+        self.useFixture(fixtures.MockPatchObject(
+            service_changes, 'bump', side_effect=db_exc.DBError('away')))
+        self.assertEqual(
+            oslo_messaging.NotificationResult.REQUEUE,
+            self.endpoint.info([_service_message('cmp1')]))
+
+    def test_the_listener_asks_for_service_changes(self):
+        rule = listener.Endpoint.filter_rule
+
+        def match(event_type):
+            return rule.match({}, 'nova-api:h1', event_type, {}, {})
+
+        for event_type in ('service.update', 'service.create',
+                           'service.delete', 'instance.update'):
+            self.assertTrue(match(event_type), event_type)
+        self.assertFalse(match('service.updated'))
+        self.assertFalse(match('compute.exception'))
+
+
+class TestConsumerRecordsServiceChanges(test_index.MarkerTestCase):
+
+    def test_recorded_at_once_and_never_raises(self):
+        index = consumer.IndexConsumer(self.conf.conf)
+        self.assertTrue(index.wants('service.update'))
+        notification = mock.Mock(event_type='service.update',
+                                 payload={'nova_object.data':
+                                          {'host': 'cmp1'}})
+        index.consume(notification)
+        self.assertEqual({'cmp1': 1}, service_changes.generations(
+            self.engine, ['cmp1']))
+        self.useFixture(fixtures.MockPatchObject(
+            service_changes, 'bump', side_effect=db_exc.DBError('away')))
+        index.consume(notification)
+        self.assertEqual([], self.batches)
+
+
+def _row(**kw):
+    row = {'host': 'h', 'forced_down': False, 'disabled': False,
+           'last_seen_up': NOW, 'created_at': NOW - datetime.timedelta(1)}
+    row.update(kw)
+    return row
+
+
+def _seconds(n):
+    return datetime.timedelta(seconds=n)
+
+
+class TestStillTrue(test_index.base.TestCase):
+
+    def check(self, rows, now, generation=0, read_at=NOW):
+        kept = services.Kept(0, read_at, rows)
+        return services.still_true(kept, generation, now, 60)
+
+    def test_a_heartbeat_that_shows_the_host_up(self):
+        self.assertTrue(self.check([_row()], NOW + _seconds(60)))
+        # A later heartbeat shows it up too; this one no longer does.
+        self.assertFalse(self.check([_row()], NOW + _seconds(61)))
+
+    def test_a_host_shown_down_is_read_again(self):
+        old = _row(last_seen_up=NOW - _seconds(61))
+        self.assertFalse(self.check([old], NOW))
+        self.assertFalse(self.check([_row(), old], NOW))
+
+    def test_no_heartbeat_yet_counts_from_creation(self):
+        self.assertTrue(self.check(
+            [_row(last_seen_up=None, created_at=NOW)], NOW + _seconds(5)))
+        self.assertFalse(self.check(
+            [_row(last_seen_up=None)], NOW + _seconds(5)))
+
+    def test_flags_hold_until_their_host_changes(self):
+        stale = NOW - _seconds(600)
+        for flags in ({'disabled': True}, {'forced_down': True}):
+            rows = [_row(last_seen_up=stale, **flags)]
+            self.assertTrue(self.check(rows, NOW + _seconds(30)))
+            self.assertFalse(self.check(rows, NOW, generation=1))
+            # Nothing is kept longer than service_down_time.
+            self.assertFalse(self.check(rows, NOW + _seconds(61)))
+
+    def test_a_host_without_services(self):
+        self.assertTrue(self.check([], NOW + _seconds(60)))
+        self.assertFalse(self.check([], NOW, generation=2))
+
+    def test_a_clock_gone_backwards_reads_again(self):
+        self.assertFalse(self.check([_row()], NOW - _seconds(1)))
+
+
+class TestServices(test_index.IndexDBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.reads = []
+        self.rows = {}
+
+        def read(ctx, hosts_by_cell):
+            self.reads.append({cell: set(hosts) for cell, hosts in
+                               hosts_by_cell.items() if hosts})
+            return {(cell, host): self.rows.get(host, [])
+                    for cell, hosts in hosts_by_cell.items()
+                    for host in hosts}
+        self.useFixture(fixtures.MockPatchObject(services, 'read', read))
+        self.services = services.Services(self.conf.conf)
+        self.now = NOW
+        self.useFixture(fixtures.MockPatchObject(
+            timeutils, 'utcnow', side_effect=lambda: self.now))
+
+    def test_reads_again_only_what_may_have_changed(self):
+        self.rows = {'a': [_row(host='a')],
+                     'b': [_row(host='b', disabled=True)]}
+        hosts = {1: {'a'}, 2: {'b'}}
+        self.services.by_host(None, hosts)
+        found = self.services.by_host(None, hosts)
+        self.assertEqual([hosts, {}], self.reads)
+        self.assertEqual(self.rows['b'], found[(2, 'b')])
+
+        service_changes.bump(self.engine, ['b'])
+        self.services.by_host(None, hosts)
+        self.assertEqual({2: {'b'}}, self.reads[-1])
+
+        self.now += _seconds(61)
+        self.services.by_host(None, hosts)
+        self.assertEqual(hosts, self.reads[-1])
+        self.assertEqual({'kept': 3, 'read': 5}, dict(self.services.counts))
+
+    def test_off_and_with_other_servicegroup_drivers(self):
+        hosts = {1: {'a'}}
+        self.flags(reuse_services=False, group='nova_ext_instance_list')
+        self.services.by_host(None, hosts)
+        self.services.by_host(None, hosts)
+        self.flags(reuse_services=True, group='nova_ext_instance_list')
+        self.flags(servicegroup_driver='mc')
+        self.services.by_host(None, hosts)
+        self.services.by_host(None, hosts)
+        self.assertEqual([hosts] * 4, self.reads)
+
+    def test_unreadable_generations_read_everything(self):
+        hosts = {1: {'a'}}
+        self.services.by_host(None, hosts)
+        self.useFixture(fixtures.MockPatchObject(
+            service_changes, 'generations',
+            side_effect=db_exc.DBError('away')))
+        self.services.by_host(None, hosts)
+        self.assertEqual([hosts] * 2, self.reads)
+
+
+class TestIndexerNeedsTheSchema(test_index.IndexDBTestCase):
+
+    def test_refuses_a_schema_older_than_its_code(self):
+        self.assertIsNone(indexer.schema_problem(self.conf.conf))
+        service_changes.bump(self.engine, ['cmp1'])
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql('DROP TABLE nova_ext_index_service_changes')
+            conn.exec_driver_sql("UPDATE alembic_version "
+                                 "SET version_num = '0003'")
+        self.assertIn('index db_sync', indexer.schema_problem(self.conf.conf))
+        migration.db_sync(self.conf.conf)
+        self.assertIsNone(indexer.schema_problem(self.conf.conf))
+        self.assertEqual({'cmp1': 0}, service_changes.generations(
+            self.engine, ['cmp1']))
