@@ -19,13 +19,25 @@ thousand servers takes longer than everything else on the page. These are
 read here from the stored spec as they are. A spec whose object would hold
 something else (a server group, which Nova re-reads and may drop from the
 hints; a field absent from the stored spec) is built by Nova as usual.
+
+Decoding a stored spec is most of the cost, and specs rarely change: what
+a spec gave is kept per instance under a digest of its stored text, and
+reused while the stored text has that digest.
 """
+
+import hashlib
 
 from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova import objects
 from oslo_serialization import jsonutils
 import sqlalchemy as sa
+
+#: Specs whose decoding is kept, beyond which all are forgotten.
+MAX_KEPT = 100000
+
+#: {instance uuid: (digest of the stored spec, Spec or None: built by Nova)}
+_KEPT = {}
 
 
 class Spec(object):
@@ -45,20 +57,47 @@ def _stored(context, instance_uuids):
             table.c.instance_uuid.in_(instance_uuids))).all()
 
 
+def _decode(uuid, stored):
+    """The Spec of a stored spec, or None if Nova must build it."""
+    data = jsonutils.loads(stored).get('nova_object.data', {})
+    if (data.get('instance_group') or
+            'availability_zone' not in data or
+            'scheduler_hints' not in data):
+        return None
+    return Spec(uuid, data['availability_zone'], data['scheduler_hints'])
+
+
+def _digest(stored):
+    text = stored.encode('utf-8') if isinstance(stored, str) else stored
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
 def get_by_instance_uuids(context, instance_uuids):
     """As ``RequestSpec.get_by_instance_uuids``, for the server view."""
+    global _KEPT
     if not instance_uuids:
         return []
     specs, left = [], []
+    if len(_KEPT) > MAX_KEPT:
+        _KEPT = {}
     for uuid, stored in _stored(context, instance_uuids):
-        data = jsonutils.loads(stored).get('nova_object.data', {})
-        if (data.get('instance_group') or
-                'availability_zone' not in data or
-                'scheduler_hints' not in data):
+        digest = _digest(stored)
+        kept = _KEPT.get(uuid)
+        if kept is not None and kept[0] == digest:
+            spec = kept[1]
+        else:
+            spec = _decode(uuid, stored)
+            _KEPT[uuid] = (digest, spec)
+        if spec is None:
             left.append(uuid)
-            continue
-        specs.append(Spec(uuid, data['availability_zone'],
-                          data['scheduler_hints']))
+        else:
+            specs.append(spec)
     if left:
         specs.extend(objects.RequestSpec.get_by_instance_uuids(context, left))
     return specs
+
+
+def reset():
+    """Forget the kept specs (tests)."""
+    global _KEPT
+    _KEPT = {}

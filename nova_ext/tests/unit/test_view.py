@@ -14,8 +14,11 @@
 import inspect
 import re
 
+import fixtures
 from nova.api.openstack.compute.views import servers as views_servers
+from oslo_serialization import jsonutils
 
+from nova_ext.instance_list import request_specs
 from nova_ext.instance_list import view
 from nova_ext.tests.unit import base
 
@@ -52,3 +55,48 @@ class TestListViewCopy(base.TestCase):
         self.assertIsNot(
             views_servers.ViewBuilder._get_instance_bdms_in_multiple_cells,
             view.ViewBuilder._get_instance_bdms_in_multiple_cells)
+
+
+def _spec(zone, hints=None, group=None):
+    data = {'availability_zone': zone, 'scheduler_hints': hints or {}}
+    if group:
+        data['instance_group'] = group
+    return jsonutils.dumps({'nova_object.data': data})
+
+
+class TestRequestSpecs(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        request_specs.reset()
+        self.addCleanup(request_specs.reset)
+        self.stored = {}
+        self.useFixture(fixtures.MockPatchObject(
+            request_specs, '_stored',
+            lambda ctx, uuids: [(u, self.stored[u]) for u in uuids]))
+        self.decode = self.useFixture(fixtures.MockPatchObject(
+            request_specs, '_decode', side_effect=request_specs._decode)).mock
+        self.built = self.useFixture(fixtures.MockPatchObject(
+            request_specs.objects.RequestSpec, 'get_by_instance_uuids',
+            return_value=['built'])).mock
+
+    def zones(self, *uuids):
+        return [getattr(spec, 'availability_zone', spec) for spec in
+                request_specs.get_by_instance_uuids(None, list(uuids))]
+
+    def test_decoded_again_only_when_the_stored_spec_changes(self):
+        self.stored = {'a': _spec('az1'), 'b': _spec('az2', {'x': ['1']})}
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(2, self.decode.call_count)
+        self.stored['a'] = _spec('az3')
+        self.assertEqual(['az3', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(3, self.decode.call_count)
+
+    def test_specs_nova_must_build_stay_nova_built(self):
+        self.stored = {'a': _spec('az1', group={'name': 'g'}),
+                       'b': _spec(None)}
+        self.assertEqual([None, 'built'], self.zones('a', 'b'))
+        self.assertEqual([None, 'built'], self.zones('a', 'b'))
+        self.assertEqual(2, self.built.call_count)
+        self.built.assert_called_with(None, ['a'])
