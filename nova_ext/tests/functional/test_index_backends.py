@@ -67,6 +67,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
+from nova_ext.index import service_changes
 from nova_ext.index import source
 from nova_ext.object_migrations import build_captures
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -218,6 +219,27 @@ class _Schema(_OnServer):
         self.assertEqual(1, len(raced))
         self.assertEqual({'u1': 10.0}, pending.take(self.index.engine, 10))
         self.assertEqual(95.0, pending.lag(self.index.engine, now=100.0))
+
+    def test_service_changes_racing_for_one_host(self):
+        # Another process bumps a host this bump found missing, just before
+        # its insert: the insert loses, the transaction runs again and
+        # updates, and both bumps count.
+        other = sa.create_engine(self.index.engine.url)
+        self.addCleanup(other.dispose)
+        raced = []
+
+        def race(conn, cursor, statement, parameters, context, many):
+            if not raced and statement.startswith(
+                    'INSERT INTO nova_ext_index_service_changes '):
+                raced.append(statement)
+                service_changes.bump(other, ['h1'])
+        sa.event.listen(self.index.engine, 'before_cursor_execute', race)
+        self.addCleanup(sa.event.remove, self.index.engine,
+                        'before_cursor_execute', race)
+        service_changes.bump(self.index.engine, ['h1', 'h2'])
+        self.assertEqual(1, len(raced))
+        self.assertEqual({'h1': 2, 'h2': 1}, service_changes.generations(
+            self.index.engine, ['h1', 'h2']))
 
     def test_unicode_names_round_trip(self):
         row = {'id': 1 << 40, 'uuid': str(uuid.uuid4()), 'deleted': 0,
