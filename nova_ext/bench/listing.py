@@ -235,7 +235,10 @@ def _measure(args, cells, out, the_cloud):
 
     progress.step('%d timed rounds of %d queries, %s in turn'
                   % (args.repeat, len(QUERIES), ', '.join(PATHS)))
-    out['ms'], out['fallbacks'] = _time(apis, selector, args.repeat)
+    gc.collect()
+    out['live_objects'] = len(gc.get_objects())
+    out['ms'], out['fallbacks'], out['gc_ms'] = _time(apis, selector,
+                                                      args.repeat)
     progress.done()
     for name, count in sorted(out['fallbacks'].items()):
         if count:
@@ -302,7 +305,7 @@ def _compare(got, want, served):
 
 
 def _time(apis, selector, repeat):
-    """Median and p90 per query and path, and index fallbacks per query.
+    """Timings, GC time and index fallbacks, per query and path.
 
     Each round makes every query through both paths, the index first in
     even rounds and Nova first in odd ones, so that neither path always
@@ -310,6 +313,8 @@ def _time(apis, selector, repeat):
     is shared evenly.
     """
     samples = {q.name: {path: [] for path in PATHS} for q in QUERIES}
+    in_gc = {q.name: {path: [] for path in PATHS} for q in QUERIES}
+    clock = measure.GcClock()
     fallbacks = {'%s (%s)' % (q.name, path): 0
                  for q in QUERIES for path in INDEXED}
     # The comparison made one request per query and path already.
@@ -321,8 +326,10 @@ def _time(apis, selector, repeat):
             for path in order:
                 call = functools.partial(_request, apis[query.who],
                                          query.url)
+                collected = clock.seconds
                 started = time.perf_counter()
-                response, served = _call(path, call, selector)
+                with clock:
+                    response, served = _call(path, call, selector)
                 took = time.perf_counter() - started
                 if response.status_code != 200:
                     raise RuntimeError('%s through %s answered %d: %s' % (
@@ -332,9 +339,13 @@ def _time(apis, selector, repeat):
                     fallbacks['%s (%s)' % (query.name, path)] += 1
                 if n >= warmup:
                     samples[query.name][path].append(took)
+                    in_gc[query.name][path].append(clock.seconds - collected)
     return ({name: {path: measure.summary(values, 1000.0)
                     for path, values in by_path.items()}
-             for name, by_path in samples.items()}, fallbacks)
+             for name, by_path in samples.items()}, fallbacks,
+            {name: {path: measure.summary(values, 1000.0)
+                    for path, values in by_path.items()}
+             for name, by_path in in_gc.items()})
 
 
 def _bare(engine, repeat):
@@ -444,6 +455,17 @@ def _notes(clouds, measured):
             '%d cells: p90 is up to %.0f%% over the fastest sample of the '
             'same query and path; ratios closer to 1 than that show no '
             'measurable difference.' % (cells, (noise - 1) * 100))
+        if 'gc_ms' in c:
+            # One process runs every path; a collection lands in whichever
+            # request crosses the threshold, whoever left the garbage.
+            gc_ms = c['gc_ms'][HEADLINE]
+            notes.append(
+                '%d cells, %s: median (max) ms in the garbage collector '
+                'inside each request: %s; %d live objects in the process.'
+                % (cells, HEADLINE, ', '.join(
+                    '%s %.1f (%.0f)' % (path, gc_ms[path]['median'],
+                                        gc_ms[path]['max'])
+                    for path in PATHS), c['live_objects']))
     if len(measured) > 1:
         # The floor moves too (a bigger index, a bigger process): flatness
         # is judged against it as well as against the target.

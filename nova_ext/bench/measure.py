@@ -61,6 +61,35 @@ def time_calls(call, count, rounds, warmup=0, before_round=None):
     return took
 
 
+class GcClock(object):
+    """Seconds spent in Python's garbage collector while installed.
+
+    A collection runs inside whichever request happens to allocate past a
+    threshold, whoever left the garbage; so the benchmarks report this
+    beside their timings rather than let it pass for a path's own cost.
+    """
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self._started = None
+
+    def _callback(self, phase, info):
+        if phase == 'start':
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.seconds += time.perf_counter() - self._started
+            self.collections[info['generation']] += 1
+            self._started = None
+
+    def __enter__(self):
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._callback)
+
+
 def percentile(samples, fraction):
     """Nearest-rank percentile: a value that was measured."""
     ordered = sorted(samples)

@@ -9,9 +9,12 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The notes below nova-ext-bench list's table."""
+"""The notes below nova-ext-bench list's table, and the GC clock."""
+
+import gc
 
 from nova_ext.bench import listing
+from nova_ext.bench import measure
 from nova_ext.tests.unit import base
 
 
@@ -33,3 +36,39 @@ class TestNotes(base.TestCase):
             'against cached@32 / cached@2 = 2.00 for detail admin.',
             notes[-1])
         self.assertEqual(1, len(listing._notes(clouds, [2])))
+
+    def test_time_in_the_collector_per_path(self):
+        cloud = _cloud(40.0, 100.0)
+        cloud['gc_ms'] = {q.name: {p: {'median': 1.0, 'max': 2.0}
+                                   for p in listing.PATHS}
+                          for q in listing.QUERIES}
+        cloud['gc_ms'][listing.HEADLINE][listing.STOCK] = {
+            'median': 700.0, 'max': 1500.0}
+        cloud['live_objects'] = 1921000
+        notes = listing._notes({2: cloud}, [2])
+        self.assertEqual(
+            '2 cells, detail admin: median (max) ms in the garbage '
+            'collector inside each request: stock 700.0 (1500), index 1.0 '
+            '(2), fast 1.0 (2), cached 1.0 (2); 1921000 live objects in '
+            'the process.', notes[1])
+
+
+class _Cycle(object):
+    def __init__(self):
+        self.me = self
+
+
+class TestGcClock(base.TestCase):
+
+    def test_counts_collections_while_installed_only(self):
+        clock = measure.GcClock()
+        with clock:
+            _Cycle()
+            gc.collect()
+        self.assertGreater(clock.seconds, 0.0)
+        self.assertEqual(1, clock.collections[2])
+        self.assertNotIn(clock._callback, gc.callbacks)
+        seconds = clock.seconds
+        gc.collect()
+        self.assertEqual(seconds, clock.seconds)
+        self.assertEqual([0, 0, 1], clock.collections)
