@@ -340,12 +340,14 @@ def _time(apis, selector, repeat):
                 if n >= warmup:
                     samples[query.name][path].append(took)
                     in_gc[query.name][path].append(clock.seconds - collected)
-    return ({name: {path: measure.summary(values, 1000.0)
-                    for path, values in by_path.items()}
-             for name, by_path in samples.items()}, fallbacks,
-            {name: {path: measure.summary(values, 1000.0)
-                    for path, values in by_path.items()}
-             for name, by_path in in_gc.items()})
+    return _summaries(samples), fallbacks, _summaries(in_gc)
+
+
+def _summaries(by_query):
+    """``{query: {path: summary in ms}}`` of ``{query: {path: [s]}}``."""
+    return {name: {path: measure.summary(values, 1000.0)
+                   for path, values in by_path.items()}
+            for name, by_path in by_query.items()}
 
 
 def _bare(engine, repeat):
