@@ -311,6 +311,12 @@ def _time(apis, selector, repeat):
     even rounds and Nova first in odd ones, so that neither path always
     runs on the caches the other warmed, and drift in the machine's speed
     is shared evenly.
+
+    Every request starts from a collected heap (collected outside the
+    timing): all paths share this process, and a full collection would
+    otherwise land in whichever request crossed the threshold, charging
+    one path for the garbage another left. Each request still pays for
+    the collections its own allocations trigger.
     """
     samples = {q.name: {path: [] for path in PATHS} for q in QUERIES}
     in_gc = {q.name: {path: [] for path in PATHS} for q in QUERIES}
@@ -320,12 +326,12 @@ def _time(apis, selector, repeat):
     # The comparison made one request per query and path already.
     warmup = WARMUP_REQUESTS - 1
     for n in range(warmup + repeat):
-        gc.collect()
         order = PATHS[::-1] if n % 2 == 0 else PATHS
         for query in QUERIES:
             for path in order:
                 call = functools.partial(_request, apis[query.who],
                                          query.url)
+                gc.collect()
                 collected = clock.seconds
                 started = time.perf_counter()
                 with clock:
@@ -362,6 +368,7 @@ def _bare(engine, repeat):
         table.c.created_at.desc(), table.c.uuid).limit(LIMIT)
     samples, size = [], 0
     for n in range(WARMUP_REQUESTS + repeat):
+        gc.collect()
         started = time.perf_counter()
         with engine.connect() as conn:
             rows = [dict(row) for row in conn.execute(query).mappings()]
@@ -458,8 +465,7 @@ def _notes(clouds, measured):
             'same query and path; ratios closer to 1 than that show no '
             'measurable difference.' % (cells, (noise - 1) * 100))
         if 'gc_ms' in c:
-            # One process runs every path; a collection lands in whichever
-            # request crosses the threshold, whoever left the garbage.
+            # What is left is each request's own garbage (see _time).
             gc_ms = c['gc_ms'][HEADLINE]
             notes.append(
                 '%d cells, %s: median (max) ms in the garbage collector '

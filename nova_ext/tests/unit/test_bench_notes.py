@@ -72,3 +72,57 @@ class TestGcClock(base.TestCase):
         gc.collect()
         self.assertEqual(seconds, clock.seconds)
         self.assertEqual([0, 0, 1], clock.collections)
+
+
+class _Stats(object):
+    def __init__(self):
+        self.counts = {'served': 0, 'rendered': 0}
+
+    def snapshot(self):
+        return dict(self.counts)
+
+
+class _Selector(object):
+    def __init__(self):
+        self.stats = _Stats()
+
+
+class _Response(object):
+    status_code = 200
+
+
+class _Api(object):
+    """Answers as the index would; records the full collections so far."""
+
+    def __init__(self, selector, litter):
+        self.selector, self.litter = selector, litter
+        self.full_collections = []
+
+    def api_request(self, url, check_response_status=None):
+        self.full_collections.append(gc.get_stats()[2]['collections'])
+        self.selector.stats.counts['served'] += 1
+        self.selector.stats.counts['rendered'] += 1
+        # Garbage left for whichever request comes next.
+        for _ in range(self.litter):
+            _Cycle()
+        return _Response()
+
+
+class TestTimeCollectsBetweenRequests(base.TestCase):
+
+    def test_each_request_starts_from_a_collected_heap(self):
+        selector = _Selector()
+        api = _Api(selector, litter=1000)
+        apis = {'admin': api, 'project': api}
+        ms, fallbacks, gc_ms = listing._time(apis, selector, repeat=1)
+        requests = len(listing.QUERIES) * len(listing.PATHS) * (
+            listing.WARMUP_REQUESTS)
+        self.assertEqual(requests, len(api.full_collections))
+        # A full collection ran before every request, outside its timing.
+        steps = [b - a for a, b in zip(api.full_collections,
+                                       api.full_collections[1:])]
+        self.assertTrue(all(step >= 1 for step in steps), steps)
+        self.assertEqual(set(listing.PATHS),
+                         set(ms[listing.HEADLINE]))
+        self.assertEqual(0, sum(fallbacks.values()))
+        self.assertEqual(set(gc_ms[listing.HEADLINE]), set(listing.PATHS))
