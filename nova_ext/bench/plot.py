@@ -20,7 +20,9 @@ import struct
 import zlib
 
 WIDTH, HEIGHT, MARGIN = 640, 400, 50
-COLOURS = ((200, 40, 40), (30, 90, 200), (30, 150, 60), (150, 80, 180))
+#: One colour per series: the legend is the only key to the lines.
+COLOURS = ((200, 40, 40), (30, 90, 200), (30, 150, 60), (150, 80, 180),
+           (230, 140, 20), (90, 90, 90))
 
 # 3x5 digits for the axis labels.
 _DIGITS = {
@@ -76,6 +78,10 @@ def chart(series, path):
     the y axis starts at 0. Names are not drawn (no font): the returned
     legend maps each name to its colour, for the report.
     """
+    if len(series) > len(COLOURS):
+        # Two lines of one colour could not be told apart.
+        raise ValueError('%d series, only %d colours' % (len(series),
+                                                         len(COLOURS)))
     canvas = Canvas()
     xs = sorted({x for points in series.values() for x, _ in points})
     top = max(y for points in series.values() for _, y in points) or 1.0
@@ -96,7 +102,7 @@ def chart(series, path):
     canvas.text(4, bottom - 4, '0')
     legend = {}
     for n, (name, points) in enumerate(sorted(series.items())):
-        colour = COLOURS[n % len(COLOURS)]
+        colour = COLOURS[n]
         legend[name] = 'rgb%s' % (colour,)
         placed = [place(x, y) for x, y in sorted(points)]
         for a, b in zip(placed, placed[1:]):
