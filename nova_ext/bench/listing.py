@@ -16,7 +16,7 @@ process, each torn down before the next), given ``--per-cell`` servers in
 every cell (cloned in the cell databases, see data.py, shared out between
 four projects), and the instance index is synced from the cells. Then, in
 that one cloud and on the same data, every query below is made through
-nova-api's WSGI pipeline three ways:
+nova-api's WSGI pipeline four ways:
 
 * ``index``: nova_ext's instance list driver ``index``, as an operator
   enables it (``[nova_ext_instance_list]driver = index``);
@@ -45,6 +45,11 @@ code 1.
 A *bare reference* is timed in each cloud too: fetching the same number of
 stored instance rows from the index database and serialising them to JSON.
 No design that reads the rows it lists can go below it.
+
+The index paths and the bare reference are timed in processes forked from
+this one before Nova's path first runs here, ``--processes`` each; Nova's
+path is timed afterwards in this process (``--shared``: everything in
+this process, interleaved). listtime.py says why.
 """
 
 import collections
@@ -58,17 +63,14 @@ import time
 from nova import context as nova_context
 from nova import utils
 from oslo_config import cfg
-from oslo_serialization import jsonutils
-import sqlalchemy as sa
 
 from nova_ext.bench import data
-from nova_ext.bench import measure
+from nova_ext.bench import listtime
 from nova_ext.bench import plot
 from nova_ext.bench import report
 from nova_ext import compat
 from nova_ext.demo import cloud
 from nova_ext.entry_points import api as api_entry_point
-from nova_ext.index import source
 from nova_ext.index import sync
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
@@ -207,24 +209,49 @@ def _measure(args, cells, out, the_cloud):
         raise RuntimeError('the index driver is not attached to nova-api; '
                            'nothing would be measured')
 
-    progress.step('comparing the index and Nova answers to %d queries'
-                  % len(QUERIES))
-    out['differences'], out['answers'] = {}, {}
+    progress.step('the index answers to %d queries, through %s'
+                  % (len(QUERIES), ', '.join(INDEXED)))
+    call = functools.partial(_path_call, apis, selector)
+    out['answers'] = {q.name: {'url': q.url} for q in QUERIES}
+    got = {}
     for query in QUERIES:
-        call = functools.partial(_request, apis[query.who], query.url)
-        want = _call(STOCK, call, selector)[0]
-        answer = out['answers'][query.name] = {
-            'url': query.url, 'status': want.status_code,
-            'bytes': len(want.content),
-            'servers': len(want.json().get('servers', ()))
-            if want.status_code == 200 else None}
+        answer = out['answers'][query.name]
         for path in INDEXED:
             started = time.perf_counter()
-            got, served = _call(path, call, selector)
+            got[query.name, path] = call(path, query)
             answer['%s_first_ms' % path] = round(
                 (time.perf_counter() - started) * 1000.0, 1)
-            answer['served_' + path] = served
-            difference = _compare(got, want, served)
+            answer['served_' + path] = got[query.name, path][1]
+    progress.done()
+
+    gc.collect()
+    out['live_objects'] = len(gc.get_objects())
+    # Untimed requests before the timed ones: the answers above were one.
+    warmup = WARMUP_REQUESTS - 1
+    if not args.shared:
+        # Before Nova's path has run in this process: see listtime.py.
+        progress.step('%d timed rounds of %d queries through %s and the '
+                      'bare reference, each in %d processes of its own'
+                      % (args.repeat, len(QUERIES), ', '.join(INDEXED),
+                         args.processes))
+        (out['ms'], out['fallbacks'], out['gc_ms'], bare,
+         out['per_process_ms'], out['children']) = listtime.isolated(
+            QUERIES, INDEXED, call, index.engine, warmup, args.repeat,
+            args.processes, LIMIT)
+        (out['bare_ms'], out['bare_rows'], out['bare_bytes'],
+         out['bare_per_process_ms']) = bare
+        progress.done()
+
+    progress.step("Nova's answers to the same queries, compared")
+    out['differences'] = {}
+    for query in QUERIES:
+        want = call(STOCK, query)[0]
+        answer = out['answers'][query.name]
+        answer.update(status=want.status_code, bytes=len(want.content),
+                      servers=len(want.json().get('servers', ()))
+                      if want.status_code == 200 else None)
+        for path in INDEXED:
+            difference = _compare(*got.pop((query.name, path)), want=want)
             if difference:
                 out['differences']['%s (%s)' % (query.name, path)] = (
                     difference)
@@ -233,12 +260,23 @@ def _measure(args, cells, out, the_cloud):
                           cells, query.name, query.url, path, difference))
     progress.done()
 
-    progress.step('%d timed rounds of %d queries, %s in turn'
-                  % (args.repeat, len(QUERIES), ', '.join(PATHS)))
-    gc.collect()
-    out['live_objects'] = len(gc.get_objects())
-    out['ms'], out['fallbacks'], out['gc_ms'] = _time(apis, selector,
-                                                      args.repeat)
+    if args.shared:
+        progress.step('%d timed rounds of %d queries, %s in turn, in this '
+                      'process' % (args.repeat, len(QUERIES),
+                                   ', '.join(PATHS)))
+        out['ms'], out['fallbacks'], out['gc_ms'] = listtime.shared(
+            QUERIES, PATHS, call, warmup, args.repeat)
+        out['bare_ms'], out['bare_rows'], out['bare_bytes'] = (
+            listtime.bare(index.engine, WARMUP_REQUESTS, args.repeat,
+                          LIMIT))
+    else:
+        progress.step('%d timed rounds of %d queries through %s, in this '
+                      'process' % (args.repeat, len(QUERIES), STOCK))
+        ms, _, gc_ms = listtime.shared(QUERIES, (STOCK,), call, warmup,
+                                       args.repeat)
+        for name in ms:
+            out['ms'][name].update(ms[name])
+            out['gc_ms'][name].update(gc_ms[name])
     progress.done()
     for name, count in sorted(out['fallbacks'].items()):
         if count:
@@ -246,11 +284,8 @@ def _measure(args, cells, out, the_cloud):
                   'handed back to Nova, so its index timings are partly '
                   'stock timings (see the counters in the results)'
                   % (cells, name, count))
+    # In isolated runs, the children's counters stayed in the children.
     out['selector'] = selector.stats.snapshot()
-    progress.step('bare reference: %d rows from the index database, as '
-                  'JSON' % LIMIT)
-    out['bare_ms'], out['bare_rows'], out['bare_bytes'] = _bare(
-        index.engine, args.repeat)
 
 
 def _request(api, url):
@@ -263,12 +298,13 @@ def _stock(fn):
         return fn()
 
 
-def _call(path, fn, selector):
-    """``(response, served as asked)`` of ``fn()`` through ``path``.
+def _path_call(apis, selector, path, query):
+    """``(response, served as asked)`` of ``query`` through ``path``.
 
     Served as asked: by the index for INDEX, and rendered by nova_ext as
-    well for FAST; always True for STOCK.
+    well for FAST and CACHED; always True for STOCK.
     """
+    fn = functools.partial(_request, apis[query.who], query.url)
     if path == STOCK:
         return _stock(fn), True
     counter = 'rendered' if path in (FAST, CACHED) else 'served'
@@ -287,7 +323,7 @@ def _call(path, fn, selector):
     return response, selector.stats.snapshot()[counter] == before + 1
 
 
-def _compare(got, want, served):
+def _compare(got, served, want):
     """What is wrong with the index answer, or None."""
     if not served:
         return 'not served by the index (handed to Nova), nothing compared'
@@ -302,82 +338,6 @@ def _compare(got, want, served):
         return ext_fixtures.first_difference(want.json(), got.json())
     except ValueError:
         return 'bodies differ (not JSON)'
-
-
-def _time(apis, selector, repeat):
-    """Timings, GC time and index fallbacks, per query and path.
-
-    Each round makes every query through both paths, the index first in
-    even rounds and Nova first in odd ones, so that neither path always
-    runs on the caches the other warmed, and drift in the machine's speed
-    is shared evenly.
-
-    Every request starts from a collected heap (collected outside the
-    timing): all paths share this process, and a full collection would
-    otherwise land in whichever request crossed the threshold, charging
-    one path for the garbage another left. Each request still pays for
-    the collections its own allocations trigger.
-    """
-    samples = {q.name: {path: [] for path in PATHS} for q in QUERIES}
-    in_gc = {q.name: {path: [] for path in PATHS} for q in QUERIES}
-    clock = measure.GcClock()
-    fallbacks = {'%s (%s)' % (q.name, path): 0
-                 for q in QUERIES for path in INDEXED}
-    # The comparison made one request per query and path already.
-    warmup = WARMUP_REQUESTS - 1
-    for n in range(warmup + repeat):
-        order = PATHS[::-1] if n % 2 == 0 else PATHS
-        for query in QUERIES:
-            for path in order:
-                call = functools.partial(_request, apis[query.who],
-                                         query.url)
-                gc.collect()
-                collected = clock.seconds
-                started = time.perf_counter()
-                with clock:
-                    response, served = _call(path, call, selector)
-                took = time.perf_counter() - started
-                if response.status_code != 200:
-                    raise RuntimeError('%s through %s answered %d: %s' % (
-                        query.url, path, response.status_code,
-                        response.text[:300]))
-                if not served:
-                    fallbacks['%s (%s)' % (query.name, path)] += 1
-                if n >= warmup:
-                    samples[query.name][path].append(took)
-                    in_gc[query.name][path].append(clock.seconds - collected)
-    return _summaries(samples), fallbacks, _summaries(in_gc)
-
-
-def _summaries(by_query):
-    """``{query: {path: summary in ms}}`` of ``{query: {path: [s]}}``."""
-    return {name: {path: measure.summary(values, 1000.0)
-                   for path, values in by_path.items()}
-            for name, by_path in by_query.items()}
-
-
-def _bare(engine, repeat):
-    """Fetch LIMIT stored instance rows from the index, dump them as JSON.
-
-    The rows are whole ``instances`` rows of Nova's schema (what the index
-    stores), newest first as the default list order; the connection is
-    opened per sample, as a request would.
-    """
-    table = source.INSTANCES
-    query = sa.select(table).where(table.c.deleted == 0).order_by(
-        table.c.created_at.desc(), table.c.uuid).limit(LIMIT)
-    samples, size = [], 0
-    for n in range(WARMUP_REQUESTS + repeat):
-        gc.collect()
-        started = time.perf_counter()
-        with engine.connect() as conn:
-            rows = [dict(row) for row in conn.execute(query).mappings()]
-        body = jsonutils.dump_as_bytes({'servers': rows})
-        took = time.perf_counter() - started
-        size = len(body)
-        if n >= WARMUP_REQUESTS:
-            samples.append(took)
-    return measure.summary(samples, 1000.0), len(rows), size
 
 
 def _median(clouds, cells, name, path):
@@ -465,7 +425,7 @@ def _notes(clouds, measured):
             'same query and path; ratios closer to 1 than that show no '
             'measurable difference.' % (cells, (noise - 1) * 100))
         if 'gc_ms' in c:
-            # What is left is each request's own garbage (see _time).
+            # What is left is each request's own garbage (see listtime).
             gc_ms = c['gc_ms'][HEADLINE]
             notes.append(
                 '%d cells, %s: median (max) ms in the garbage collector '
@@ -474,6 +434,19 @@ def _notes(clouds, measured):
                     '%s %.1f (%.0f)' % (path, gc_ms[path]['median'],
                                         gc_ms[path]['max'])
                     for path in PATHS), c['live_objects']))
+        per_process = c.get('per_process_ms')
+        if per_process:
+            notes.append(
+                '%d cells, %s: median ms in each process of its own: %s; '
+                'bare %s.' % (cells, HEADLINE, '; '.join(
+                    '%s %s' % (path, _joined(per_process[path][HEADLINE]))
+                    for path in INDEXED),
+                    _joined(c['bare_per_process_ms'], '%.1f')))
+            children = c['children']
+            notes.append(
+                '%d cells: the benchmark process used %.0f s of CPU (its '
+                'in-process services) while its children ran for %.0f s.'
+                % (cells, children['parent_cpu'], children['wall']))
     if len(measured) > 1:
         # The floor moves too (a bigger index, a bigger process): flatness
         # is judged against it as well as against the target.
@@ -485,14 +458,29 @@ def _notes(clouds, measured):
                 clouds[low]['bare_ms']['median'], high, low,
                 _median(clouds, high, HEADLINE, CACHED) /
                 _median(clouds, low, HEADLINE, CACHED), HEADLINE))
+        if all('per_process_ms' in clouds[c] for c in (low, high)):
+            # How far the ratio moves from one process to another is the
+            # measure of how exactly the pooled ratio is known.
+            ratios = [h / lo for h in clouds[high]['per_process_ms'][
+                CACHED][HEADLINE] for lo in clouds[low]['per_process_ms'][
+                    CACHED][HEADLINE]]
+            notes.append(
+                'cached@%d / cached@%d for %s over every pair of their '
+                'processes: %.2f to %.2f.'
+                % (high, low, HEADLINE, min(ratios), max(ratios)))
     return notes
+
+
+def _joined(values, fmt='%.0f'):
+    return ', '.join(fmt % value for value in values)
 
 
 def _show(results, measured, differences):
     env = results['environment']
     print('\n== nova-ext-bench list ==')
     for key in ('nova', 'python', 'concurrency', 'cpus', 'response_validation',
-                'microversion', 'per_cell', 'repeat', 'warmup_requests'):
+                'microversion', 'per_cell', 'repeat', 'warmup_requests',
+                'isolation'):
         print('%s: %s' % (key.replace('_', ' '), env[key]))
     print('median (p90) in ms of GET through nova-api, limit=%d; bare: %d '
           'index rows fetched and dumped as JSON' % (LIMIT, LIMIT))
@@ -588,6 +576,11 @@ def _environment(args):
         'computes_per_cell': 1,
         'repeat': args.repeat,
         'warmup_requests': WARMUP_REQUESTS,
+        'isolation': ('shared: every path in the benchmark process'
+                      if args.shared else
+                      'forked: each index path and the bare reference in '
+                      '%d processes of its own; stock in the benchmark '
+                      'process' % args.processes),
         'limit': LIMIT,
         'microversion': 'latest',
         'queries': {q.name: q.url for q in QUERIES},

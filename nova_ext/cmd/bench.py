@@ -96,8 +96,20 @@ def _add_list(subparsers):
     parser.add_argument('--per-cell', type=_at_least(1), default=2000,
                         help='servers in each cell (default 2000)')
     parser.add_argument('--repeat', type=_at_least(1), default=5,
-                        help='timed requests per query and path, after 2 '
-                             'warm-ups (default 5)')
+                        help='timed requests per query and path (and per '
+                             'process, see --processes), after 2 warm-ups '
+                             '(default 5)')
+    parser.add_argument('--processes', type=_at_least(1), default=3,
+                        help='processes forked from the benchmark in which '
+                             'each index path and the bare reference are '
+                             'timed, one after another; their samples are '
+                             'pooled and their medians reported apart '
+                             '(default 3)')
+    parser.add_argument('--shared', action='store_true',
+                        help='time every path in turn in the benchmark\'s '
+                             'own process instead, beside the harness and '
+                             "after Nova's path (the method of runs before "
+                             '2026-11; --processes is then ignored)')
     _add_output(parser, 'list')
     parser.add_argument('--plot',
                         default=os.path.join('.', 'bench-results',

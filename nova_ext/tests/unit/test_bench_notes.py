@@ -9,12 +9,22 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The notes below nova-ext-bench list's table, and the GC clock."""
+"""nova-ext-bench list: its notes, the GC clock, how paths are timed."""
 
+import datetime
+import functools
 import gc
+import os
 
+import fixtures
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+
+from nova_ext.bench import isolate
 from nova_ext.bench import listing
+from nova_ext.bench import listtime
 from nova_ext.bench import measure
+from nova_ext.index import source
 from nova_ext.tests.unit import base
 
 
@@ -92,17 +102,27 @@ class _Response(object):
 
 
 class _Api(object):
-    """Answers as the index would; records the full collections so far."""
+    """Answers as the index would; records the full collections so far.
 
-    def __init__(self, selector):
+    :param renders: whether nova_ext renders (else FAST and CACHED
+        requests count as handed back to Nova).
+    """
+
+    def __init__(self, selector, renders=True):
         self.selector = selector
+        self.renders = renders
         self.full_collections = []
 
     def api_request(self, url, check_response_status=None):
         self.full_collections.append(gc.get_stats()[2]['collections'])
         self.selector.stats.counts['served'] += 1
-        self.selector.stats.counts['rendered'] += 1
+        self.selector.stats.counts['rendered'] += int(self.renders)
         return _Response()
+
+
+def _call(api, selector):
+    return functools.partial(listing._path_call,
+                             {'admin': api, 'project': api}, selector)
 
 
 class TestTimeCollectsBetweenRequests(base.TestCase):
@@ -110,10 +130,10 @@ class TestTimeCollectsBetweenRequests(base.TestCase):
     def test_each_request_starts_from_a_collected_heap(self):
         selector = _Selector()
         api = _Api(selector)
-        apis = {'admin': api, 'project': api}
-        ms, fallbacks, gc_ms = listing._time(apis, selector, repeat=1)
-        requests = len(listing.QUERIES) * len(listing.PATHS) * (
-            listing.WARMUP_REQUESTS)
+        ms, fallbacks, gc_ms = listtime.shared(
+            listing.QUERIES, listing.PATHS, _call(api, selector),
+            warmup=1, repeat=1)
+        requests = len(listing.QUERIES) * len(listing.PATHS) * 2
         self.assertEqual(requests, len(api.full_collections))
         # A full collection ran before every request, outside its timing.
         steps = [b - a for a, b in zip(api.full_collections,
@@ -123,3 +143,88 @@ class TestTimeCollectsBetweenRequests(base.TestCase):
                          set(ms[listing.HEADLINE]))
         self.assertEqual(0, sum(fallbacks.values()))
         self.assertEqual(set(gc_ms[listing.HEADLINE]), set(listing.PATHS))
+
+
+class TestIsolated(base.TestCase):
+    """Each index path and the bare reference in forked children."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.engine = sa.create_engine(
+            'sqlite:///%s' % os.path.join(tmp, 'index.sqlite'))
+        self.addCleanup(self.engine.dispose)
+        table = source.INSTANCES
+        table.create(self.engine)
+        with self.engine.begin() as conn:
+            for n in range(3):
+                conn.execute(table.insert().values(
+                    uuid=uuidutils.generate_uuid(), deleted=0,
+                    created_at=datetime.datetime(2026, 1, 1 + n)))
+        self.selector = _Selector()
+
+    #: Two queries are enough, and each request costs a full collection.
+    QUERIES = listing.QUERIES[:2]
+
+    def _isolated(self, api, processes=2, repeat=2):
+        return listtime.isolated(
+            self.QUERIES, listing.INDEXED, _call(api, self.selector),
+            self.engine, warmup=1, repeat=repeat, processes=processes,
+            limit=1000)
+
+    def test_every_sample_comes_from_a_child(self):
+        api = _Api(self.selector)
+        ms, fallbacks, gc_ms, bare, per_process, usage = self._isolated(api)
+        # The requests were made, and counted, in the children only.
+        self.assertEqual([], api.full_collections)
+        self.assertEqual({'served': 0, 'rendered': 0},
+                         self.selector.stats.snapshot())
+        self.assertEqual({q.name for q in self.QUERIES}, set(ms))
+        for query in self.QUERIES:
+            self.assertEqual(set(listing.INDEXED), set(ms[query.name]))
+            for path in listing.INDEXED:
+                # Two processes of two timed rounds each, pooled.
+                self.assertEqual(4, ms[query.name][path]['n'])
+                self.assertEqual(4, gc_ms[query.name][path]['n'])
+                self.assertEqual(2, len(per_process[path][query.name]))
+        self.assertEqual(0, sum(fallbacks.values()))
+        summary, rows, size, bare_per_process = bare
+        self.assertEqual(4, summary['n'])
+        self.assertEqual(3, rows)
+        self.assertGreater(size, 0)
+        self.assertEqual(2, len(bare_per_process))
+        self.assertGreater(usage['wall'], 0.0)
+        self.assertGreaterEqual(usage['parent_cpu'], 0.0)
+
+    def test_a_child_opens_its_own_database_connections(self):
+        with self.engine.connect() as conn:
+            conn.execute(sa.text('SELECT 1'))
+        self.assertEqual(1, self.engine.pool.checkedin())
+        memory = sa.create_engine('sqlite://')
+        self.addCleanup(memory.dispose)
+        with memory.begin() as conn:
+            conn.execute(sa.text('CREATE TABLE kept (id INTEGER)'))
+
+        def child():
+            listtime._fresh_process()
+            with memory.connect() as conn:
+                kept = conn.execute(sa.text('SELECT COUNT(*) FROM kept'))
+                return [self.engine.pool.checkedin(), kept.scalar()]
+
+        # The file's pooled connection is forgotten; the in-memory
+        # database, which lives in its connection, is kept.
+        self.assertEqual([0, 0], isolate.call(child, timeout=60))
+        self.assertEqual(1, self.engine.pool.checkedin())
+
+    def test_fallbacks_counted_in_the_children_come_back(self):
+        api = _Api(self.selector, renders=False)
+        fallbacks = self._isolated(api, processes=3, repeat=1)[1]
+        # Every request of FAST and CACHED in each of three processes (two
+        # warm-ups, as a child has one more, and one timed); none of INDEX.
+        for query in self.QUERIES:
+            self.assertEqual(9, fallbacks['%s (%s)' % (
+                query.name, listing.FAST)])
+            self.assertEqual(9, fallbacks['%s (%s)' % (
+                query.name, listing.CACHED)])
+            self.assertEqual(0, fallbacks['%s (%s)' % (
+                query.name, listing.INDEX)])

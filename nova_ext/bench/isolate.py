@@ -1,0 +1,136 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Run benchmark jobs in processes forked from the benchmark's own.
+
+A second process could open the benchmark cloud's SQLite files, but not
+serve them as Nova: the harness finds each cell's database through its
+own ``target_cell`` (the cell mappings name no real database), so that
+process would have to rebuild the harness. A fork gives a path a process
+of its own on the same data, as it is. A forked child starts from
+the parent's heap as it was at the fork, so what one path leaves behind
+(garbage, a fragmented heap, grown caches) never slows the next; and with
+native threads only the forking thread lives on in the child, so the
+harness's computes, conductor and scheduler do not run beside the timed
+requests, as they would not in a real nova-api.
+
+A child reports back through a pipe, as JSON, and leaves with
+``os._exit``: it never runs the parent's fixture cleanups or exit hooks.
+"""
+
+import json
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+
+
+class ChildFailed(RuntimeError):
+    """A forked job raised, died or ran out of time."""
+
+
+def call(fn, timeout, usage=None):
+    """``fn()`` run in a child forked from this process.
+
+    :param fn: called with no arguments in the child; returns something
+        JSON can carry.
+    :param timeout: seconds the child may take before it is killed.
+    :param usage: a ``collections.Counter`` to which the child's wall-clock
+        seconds (``wall``) and the CPU seconds this process used meanwhile
+        (``parent_cpu``: its other threads, since this one only waits) are
+        added.
+    :returns: what ``fn`` returned, through JSON.
+    :raises ChildFailed: with the child's traceback if ``fn`` raised, or
+        if the child died or timed out.
+    """
+    # Unflushed output would be written by both processes.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    started, cpu = time.monotonic(), _cpu_seconds()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(fn, write_fd)
+    os.close(write_fd)
+    try:
+        data = _read(read_fd, pid, timeout)
+    finally:
+        os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    if usage is not None:
+        usage['wall'] += time.monotonic() - started
+        usage['parent_cpu'] += _cpu_seconds() - cpu
+    try:
+        payload = json.loads(data.decode('utf-8'))
+    except ValueError:
+        raise ChildFailed('the forked job died (wait status %d) without '
+                          'reporting back' % status)
+    if 'error' in payload:
+        raise ChildFailed('the forked job failed:\n%s' % payload['error'])
+    return payload['result']
+
+
+def _cpu_seconds():
+    times = os.times()
+    return times.user + times.system
+
+
+def _child(fn, write_fd):
+    code = 1
+    try:
+        try:
+            payload, code = {'result': fn()}, 0
+        except BaseException:
+            payload = {'error': traceback.format_exc()}
+        data = json.dumps(payload).encode('utf-8')
+        with os.fdopen(write_fd, 'wb') as pipe:
+            pipe.write(data)
+    finally:
+        # Never back into the parent's stack: its cleanups would run twice.
+        os._exit(code)
+
+
+def _read(read_fd, pid, timeout):
+    chunks = []
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        ready = select.select([read_fd], [], [], max(left, 0))[0]
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise ChildFailed('the forked job took more than %.0f s and '
+                              'was killed' % timeout)
+        chunk = os.read(read_fd, 1 << 16)
+        if not chunk:
+            return b''.join(chunks)
+        chunks.append(chunk)
+
+
+def in_processes(jobs, processes, timeout, usage=None):
+    """Run every job in ``processes`` children each, one child at a time.
+
+    The jobs take turns, in reverse order every other turn, so that drift
+    in the machine's speed is shared between them.
+
+    :param jobs: ``{name: fn}``, each as for :func:`call`.
+    :param usage: as for :func:`call`, for all the children.
+    :returns: ``{name: [result of each child, in order]}``.
+    """
+    results = {name: [] for name in jobs}
+    names = list(jobs)
+    for turn in range(processes):
+        for name in names if turn % 2 == 0 else names[::-1]:
+            results[name].append(call(jobs[name], timeout, usage))
+    return results

@@ -1,0 +1,214 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""How ``nova-ext-bench list`` times its paths.
+
+Two ways, on the same data and requests:
+
+* :func:`isolated` (the default): each index path, and the bare
+  reference, is timed in processes forked from the benchmark's own just
+  before Nova's path first runs (see isolate.py), several processes each;
+  Nova's own path is timed afterwards in the benchmark's process.
+* :func:`shared`: every path in turn in the benchmark's process, as all
+  runs before 2026-11 did.
+
+Every request starts from a collected heap, collected outside its timing,
+so that a full collection never lands in whichever request crosses the
+threshold, charging one path for the garbage another left. Each request
+still pays for the collections its own allocations trigger.
+"""
+
+import collections
+import functools
+import gc
+import time
+
+from nova import thread_pool_factory
+from oslo_serialization import jsonutils
+import sqlalchemy as sa
+
+from nova_ext.bench import isolate
+from nova_ext.bench import measure
+from nova_ext.index import source
+
+#: Seconds a forked job may take, plus this much per round it times.
+CHILD_TIMEOUT, CHILD_TIMEOUT_PER_ROUND = 300, 300
+BARE = 'bare'
+
+
+def rounds(queries, paths, call, warmup, repeat):
+    """Time every query through every path, ``warmup + repeat`` times.
+
+    Each round makes every query through each path, in reverse order every
+    other round, so that neither path always runs on the caches the other
+    warmed, and drift in the machine's speed is shared evenly.
+
+    :param call: ``call(path, query) -> (response, served as asked)``.
+    :returns: ``(samples, in_gc, fallbacks)``: seconds per request and
+        seconds of it in the garbage collector, as ``{query: {path:
+        [s]}}``, and ``{'query (path)': requests handed back to Nova}``.
+    """
+    samples = {q.name: {path: [] for path in paths} for q in queries}
+    in_gc = {q.name: {path: [] for path in paths} for q in queries}
+    fallbacks = {'%s (%s)' % (q.name, path): 0
+                 for q in queries for path in paths}
+    clock = measure.GcClock()
+    for n in range(warmup + repeat):
+        order = paths[::-1] if n % 2 == 0 else paths
+        for query in queries:
+            for path in order:
+                gc.collect()
+                collected = clock.seconds
+                started = time.perf_counter()
+                with clock:
+                    response, served = call(path, query)
+                took = time.perf_counter() - started
+                if response.status_code != 200:
+                    raise RuntimeError('%s through %s answered %d: %s' % (
+                        query.url, path, response.status_code,
+                        response.text[:300]))
+                if not served:
+                    fallbacks['%s (%s)' % (query.name, path)] += 1
+                if n >= warmup:
+                    samples[query.name][path].append(took)
+                    in_gc[query.name][path].append(clock.seconds - collected)
+    return samples, in_gc, fallbacks
+
+
+def summaries(by_query):
+    """``{query: {path: summary in ms}}`` of ``{query: {path: [s]}}``."""
+    return {name: {path: measure.summary(values, 1000.0)
+                   for path, values in by_path.items()}
+            for name, by_path in by_query.items()}
+
+
+def shared(queries, paths, call, warmup, repeat):
+    """:func:`rounds` of every path in this process, summarised in ms."""
+    samples, in_gc, fallbacks = rounds(queries, paths, call, warmup, repeat)
+    return summaries(samples), fallbacks, summaries(in_gc)
+
+
+def isolated(queries, paths, call, engine, warmup, repeat, processes,
+             limit):
+    """Each path and the bare reference in ``processes`` forked children.
+
+    Each child makes ``warmup + 1`` untimed rounds of its one path, then
+    ``repeat`` timed ones (see :func:`rounds`): one more than in this
+    process, since a child writes the pages it shares with this process
+    for the first time (a page fault and a copy each). The samples of a
+    path's children are pooled.
+
+    :returns: ``(ms, fallbacks, gc_ms, bare, per_process, usage)``: the
+        first three as from :func:`shared`; ``bare`` as from :func:`bare`,
+        with the median ms of each child fourth; ``per_process`` the median
+        ms of each child, ``{path: {query: [ms]}}``; ``usage`` as from
+        :func:`isolate.call`, for all the children.
+    """
+    warmup += 1
+    jobs = {path: functools.partial(_one_path, queries, path, call, warmup,
+                                    repeat) for path in paths}
+    jobs[BARE] = functools.partial(_bare_samples, engine, warmup, repeat,
+                                   limit)
+    timeout = CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
+    usage = collections.Counter()
+    runs = isolate.in_processes(jobs, processes, timeout, usage)
+    samples = {q.name: {p: [] for p in paths} for q in queries}
+    in_gc = {q.name: {p: [] for p in paths} for q in queries}
+    fallbacks = {'%s (%s)' % (q.name, p): 0 for q in queries for p in paths}
+    per_process = {p: {q.name: [] for q in queries} for p in paths}
+    for path in paths:
+        for run in runs[path]:
+            for query in queries:
+                took = run['samples'][query.name][path]
+                samples[query.name][path].extend(took)
+                in_gc[query.name][path].extend(run['in_gc'][query.name][path])
+                per_process[path][query.name].append(
+                    measure.summary(took, 1000.0)['median'])
+            for key, count in run['fallbacks'].items():
+                fallbacks[key] += count
+    bare_runs = runs[BARE]
+    pooled = [s for run in bare_runs for s in run['samples']]
+    bare_result = (measure.summary(pooled, 1000.0), bare_runs[0]['rows'],
+                   bare_runs[0]['bytes'],
+                   [measure.summary(run['samples'], 1000.0)['median']
+                    for run in bare_runs])
+    return (summaries(samples), fallbacks, summaries(in_gc), bare_result,
+            per_process, dict(usage))
+
+
+def _fresh_process():
+    # Only the forking thread lives on in a child, so Nova's thread pools
+    # would queue work for workers that are gone (a scatter-gather over the
+    # cells would wait out its 60 s timeout). Nova resets them the same
+    # way before it forks workers of its own.
+    thread_pool_factory.reset_all_executors()
+    # Nor may the child use the SQLite file connections (or server
+    # sockets) its parent opened: every engine's pool forgets the parent's,
+    # without closing them, and opens its own on first use. The harness
+    # has engines of its own (API and cell databases) that nova_ext cannot
+    # name, hence the search. An in-memory database lives in its one
+    # connection, and is left alone.
+    for obj in gc.get_objects():
+        if isinstance(obj, sa.engine.Engine) and not _in_memory(obj.url):
+            obj.dispose(close=False)
+
+
+def _in_memory(url):
+    return url.get_backend_name() == 'sqlite' and url.database in (
+        None, '', ':memory:')
+
+
+def _one_path(queries, path, call, warmup, repeat):
+    _fresh_process()
+    samples, in_gc, fallbacks = rounds(queries, (path,), call, warmup,
+                                       repeat)
+    return {'samples': samples, 'in_gc': in_gc, 'fallbacks': fallbacks}
+
+
+def _bare_samples(engine, warmup, repeat, limit):
+    _fresh_process()
+    samples, rows, size = _fetch_and_dump(engine, warmup, repeat, limit)
+    return {'samples': samples, 'rows': rows, 'bytes': size}
+
+
+def bare(engine, warmup, repeat, limit):
+    """The bare reference, timed in this process.
+
+    :returns: ``(summary in ms, rows, bytes of JSON)``.
+    """
+    samples, rows, size = _fetch_and_dump(engine, warmup, repeat, limit)
+    return measure.summary(samples, 1000.0), rows, size
+
+
+def _fetch_and_dump(engine, warmup, repeat, limit):
+    """Fetch ``limit`` stored instance rows from the index, dump as JSON.
+
+    The rows are whole ``instances`` rows of Nova's schema (what the index
+    stores), newest first as the default list order; the connection is
+    opened per sample, as a request would.
+
+    :returns: ``(seconds per sample, rows, bytes of JSON)``.
+    """
+    table = source.INSTANCES
+    query = sa.select(table).where(table.c.deleted == 0).order_by(
+        table.c.created_at.desc(), table.c.uuid).limit(limit)
+    samples, size, rows = [], 0, []
+    for n in range(warmup + repeat):
+        gc.collect()
+        started = time.perf_counter()
+        with engine.connect() as conn:
+            rows = [dict(row) for row in conn.execute(query).mappings()]
+        body = jsonutils.dump_as_bytes({'servers': rows})
+        took = time.perf_counter() - started
+        size = len(body)
+        if n >= warmup:
+            samples.append(took)
+    return samples, len(rows), size
