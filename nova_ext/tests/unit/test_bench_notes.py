@@ -62,6 +62,30 @@ class TestNotes(base.TestCase):
             '(2), fast 1.0 (2), cached 1.0 (2); 1921000 live objects in '
             'the process.', notes[1])
 
+    def test_each_childs_median_and_the_range_over_pairs(self):
+        clouds = {2: _cloud(40.0, 100.0), 32: _cloud(60.0, 120.0)}
+        for cells, cached in ((2, [100.0, 125.0]), (32, [110.0, 150.0])):
+            clouds[cells]['per_process_ms'] = {
+                path: {listing.HEADLINE: [90.0, 95.0]}
+                for path in listing.INDEXED}
+            clouds[cells]['per_process_ms'][listing.CACHED][
+                listing.HEADLINE] = cached
+            clouds[cells]['bare_per_process_ms'] = [41.25, 38.5]
+            clouds[cells]['children'] = {'wall': 800.4, 'parent_cpu': 47.6}
+        notes = listing._notes(clouds, [2, 32])
+        self.assertEqual(
+            '2 cells, detail admin: median ms in each process of its own: '
+            'index 90, 95; fast 90, 95; cached 100, 125; bare 41.2, 38.5.',
+            notes[1])
+        self.assertEqual(
+            '2 cells: the benchmark process used 48 s of CPU (its '
+            'in-process services) while its children ran for 800 s.',
+            notes[2])
+        # 110/125 to 150/100.
+        self.assertEqual(
+            'cached@32 / cached@2 for detail admin over every pair of '
+            'their processes: 0.88 to 1.50.', notes[-1])
+
 
 class _Cycle(object):
     def __init__(self):
