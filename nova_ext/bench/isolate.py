@@ -39,7 +39,26 @@ class ChildFailed(RuntimeError):
     """A forked job raised, died or ran out of time."""
 
 
-def call(fn, timeout, usage=None):
+class ChildStalled(ChildFailed):
+    """A forked job made no progress for too long (see :func:`heartbeat`).
+
+    A fork copies locks as they are: a child forked while another thread
+    held one inside a library (SQLite's memory mutex, for instance) waits
+    on it for ever. Another fork, at another moment, does not.
+    """
+
+
+#: In a child, the pipe to its parent; None in the parent.
+_PIPE = None
+
+
+def heartbeat():
+    """Tell the parent the job is making progress (no-op in the parent)."""
+    if _PIPE is not None:
+        os.write(_PIPE, b'.')
+
+
+def call(fn, timeout, usage=None, stall=None):
     """``fn()`` run in a child forked from this process.
 
     :param fn: called with no arguments in the child; returns something
@@ -49,9 +68,12 @@ def call(fn, timeout, usage=None):
         seconds (``wall``) and the CPU seconds this process used meanwhile
         (``parent_cpu``: its other threads, since this one only waits) are
         added.
+    :param stall: seconds the child may go without a :func:`heartbeat`
+        (``fn`` must call it) before it is killed; None: no limit.
     :returns: what ``fn`` returned, through JSON.
     :raises ChildFailed: with the child's traceback if ``fn`` raised, or
         if the child died or timed out.
+    :raises ChildStalled: if the child stalled.
     """
     # Unflushed output would be written by both processes.
     sys.stdout.flush()
@@ -64,7 +86,7 @@ def call(fn, timeout, usage=None):
         _child(fn, write_fd)
     os.close(write_fd)
     try:
-        data = _read(read_fd, pid, timeout)
+        data = _read(read_fd, pid, timeout, stall)
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
@@ -72,7 +94,7 @@ def call(fn, timeout, usage=None):
         usage['wall'] += time.monotonic() - started
         usage['parent_cpu'] += _cpu_seconds() - cpu
     try:
-        payload = json.loads(data.decode('utf-8'))
+        payload = json.loads(data.lstrip(b'.').decode('utf-8'))
     except ValueError:
         raise ChildFailed('the forked job died (wait status %d) without '
                           'reporting back' % status)
@@ -87,8 +109,10 @@ def _cpu_seconds():
 
 
 def _child(fn, write_fd):
+    global _PIPE
     code = 1
     try:
+        _PIPE = write_fd
         try:
             payload, code = {'result': fn()}, 0
         except BaseException:
@@ -101,15 +125,22 @@ def _child(fn, write_fd):
         os._exit(code)
 
 
-def _read(read_fd, pid, timeout):
+def _read(read_fd, pid, timeout, stall):
     chunks = []
-    deadline = time.monotonic() + timeout
+    now = time.monotonic()
+    deadline = now + timeout
     while True:
-        left = deadline - time.monotonic()
-        ready = select.select([read_fd], [], [], max(left, 0))[0]
+        wait = deadline - now
+        if stall is not None:
+            wait = min(wait, stall)
+        ready = select.select([read_fd], [], [], max(wait, 0))[0]
+        now = time.monotonic()
         if not ready:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            if now < deadline:
+                raise ChildStalled('the forked job made no progress for '
+                                   '%.0f s and was killed' % stall)
             raise ChildFailed('the forked job took more than %.0f s and '
                               'was killed' % timeout)
         chunk = os.read(read_fd, 1 << 16)
@@ -118,19 +149,30 @@ def _read(read_fd, pid, timeout):
         chunks.append(chunk)
 
 
-def in_processes(jobs, processes, timeout, usage=None):
+def in_processes(jobs, processes, timeout, usage=None, stall=None,
+                 attempts=2):
     """Run every job in ``processes`` children each, one child at a time.
 
     The jobs take turns, in reverse order every other turn, so that drift
-    in the machine's speed is shared between them.
+    in the machine's speed is shared between them. A child that stalls
+    is forked again, up to ``attempts`` times in all.
 
     :param jobs: ``{name: fn}``, each as for :func:`call`.
     :param usage: as for :func:`call`, for all the children.
+    :param stall: as for :func:`call`.
     :returns: ``{name: [result of each child, in order]}``.
     """
     results = {name: [] for name in jobs}
     names = list(jobs)
     for turn in range(processes):
         for name in names if turn % 2 == 0 else names[::-1]:
-            results[name].append(call(jobs[name], timeout, usage))
+            for attempt in range(1, attempts + 1):
+                try:
+                    result = call(jobs[name], timeout, usage, stall)
+                    break
+                except ChildStalled as error:
+                    if attempt == attempts:
+                        raise
+                    print('%s: %s; forking it again' % (name, error))
+            results[name].append(result)
     return results

@@ -41,6 +41,9 @@ from nova_ext.index import source
 
 #: Seconds a forked job may take, plus this much per round it times.
 CHILD_TIMEOUT, CHILD_TIMEOUT_PER_ROUND = 300, 300
+#: Seconds a forked job may go without finishing a request (the slowest
+#: take seconds) before it is taken for hung and forked again.
+CHILD_STALL = 120
 BARE = 'bare'
 
 
@@ -71,6 +74,7 @@ def rounds(queries, paths, call, warmup, repeat):
                 with clock:
                     response, served = call(path, query)
                 took = time.perf_counter() - started
+                isolate.heartbeat()
                 if response.status_code != 200:
                     raise RuntimeError('%s through %s answered %d: %s' % (
                         query.url, path, response.status_code,
@@ -119,7 +123,8 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
                                    limit)
     timeout = CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
     usage = collections.Counter()
-    runs = isolate.in_processes(jobs, processes, timeout, usage)
+    runs = isolate.in_processes(jobs, processes, timeout, usage,
+                                CHILD_STALL)
     samples = {q.name: {p: [] for p in paths} for q in queries}
     in_gc = {q.name: {p: [] for p in paths} for q in queries}
     fallbacks = {'%s (%s)' % (q.name, p): 0 for q in queries for p in paths}
@@ -208,6 +213,7 @@ def _fetch_and_dump(engine, warmup, repeat, limit):
             rows = [dict(row) for row in conn.execute(query).mappings()]
         body = jsonutils.dump_as_bytes({'servers': rows})
         took = time.perf_counter() - started
+        isolate.heartbeat()
         size = len(body)
         if n >= warmup:
             samples.append(took)

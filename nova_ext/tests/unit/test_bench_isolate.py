@@ -86,6 +86,43 @@ class TestCall(base.TestCase):
         self.assertRaises(ChildProcessError, os.waitpid, pid, os.WNOHANG)
 
 
+class TestStall(base.TestCase):
+
+    def test_heartbeats_keep_a_long_child_alive(self):
+        def job():
+            for _ in range(8):
+                time.sleep(0.2)
+                isolate.heartbeat()
+            return 'done'
+
+        self.assertEqual('done', isolate.call(job, timeout=60, stall=1))
+
+    def test_a_silent_child_is_killed_long_before_its_timeout(self):
+        started = time.monotonic()
+        self.assertRaises(isolate.ChildStalled, isolate.call,
+                          lambda: time.sleep(60), timeout=60, stall=0.5)
+        self.assertLess(time.monotonic() - started, 30)
+
+    def test_heartbeat_is_harmless_in_the_parent(self):
+        isolate.heartbeat()
+
+    def test_a_stalled_child_is_forked_again_once(self):
+        flag = os.path.join(self.useFixture(fixtures.TempDir()).path, 'f')
+
+        def stalls_the_first_time():
+            if not os.path.exists(flag):
+                open(flag, 'w').close()
+                time.sleep(60)
+            return os.getpid()
+
+        results = isolate.in_processes({'a': stalls_the_first_time}, 1,
+                                       timeout=60, stall=0.5)
+        self.assertEqual(1, len(results['a']))
+        self.assertRaises(isolate.ChildStalled, isolate.in_processes,
+                          {'b': lambda: time.sleep(60)}, 1, timeout=60,
+                          stall=0.5)
+
+
 class TestInProcesses(base.TestCase):
 
     def test_jobs_take_turns_in_a_child_each(self):
