@@ -102,25 +102,32 @@ def shared(queries, paths, call, warmup, repeat):
 
 def isolated(queries, paths, call, engine, warmup, repeat, processes,
              limit):
-    """Each path and the bare reference in ``processes`` forked children.
+    """Each path, paired with the bare reference, in forked children.
 
     Each child makes ``warmup + 1`` untimed rounds of its one path, then
     ``repeat`` timed ones (see :func:`rounds`): one more than in this
     process, since a child writes the pages it shares with this process
-    for the first time (a page fault and a copy each). The samples of a
-    path's children are pooled.
+    for the first time (a page fault and a copy each). Each request of a
+    round is paired with a bare sample in the same child, taken just
+    before or just after it (alternately), so that a path and the floor
+    it is judged against share the process and the minutes they ran in:
+    on this kind of machine both move by up to half from one child to the
+    next. The samples of a path's children are pooled.
 
     :returns: ``(ms, fallbacks, gc_ms, bare, per_process, usage)``: the
-        first three as from :func:`shared`; ``bare`` as from :func:`bare`,
-        with the median ms of each child fourth; ``per_process`` the median
-        ms of each child, ``{path: {query: [ms]}}``; ``usage`` as from
-        :func:`isolate.call`, for all the children.
+        first three as from :func:`shared`; ``bare`` a dict: ``ms``, the
+        summary of every child's bare samples, ``rows`` and ``bytes`` as
+        from :func:`bare`, ``by_path`` the summary of the bare samples
+        taken in each path's children, ``{path: summary}``, and
+        ``per_process`` their median ms in each child, ``{path: [ms]}``;
+        ``per_process`` the median ms of each child, ``{path: {query:
+        [ms]}}``; ``usage`` as from :func:`isolate.call`, for all the
+        children.
     """
     warmup += 1
-    jobs = {path: functools.partial(_one_path, queries, path, call, warmup,
-                                    repeat) for path in paths}
-    jobs[BARE] = functools.partial(_bare_samples, engine, warmup, repeat,
-                                   limit)
+    jobs = {path: functools.partial(_one_path, queries, path, call, engine,
+                                    warmup, repeat, limit)
+            for path in paths}
     timeout = CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
     usage = collections.Counter()
     runs = isolate.in_processes(jobs, processes, timeout, usage,
@@ -129,6 +136,8 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
     in_gc = {q.name: {p: [] for p in paths} for q in queries}
     fallbacks = {'%s (%s)' % (q.name, p): 0 for q in queries for p in paths}
     per_process = {p: {q.name: [] for q in queries} for p in paths}
+    bare_samples = {p: [] for p in paths}
+    bare_per_process = {p: [] for p in paths}
     for path in paths:
         for run in runs[path]:
             for query in queries:
@@ -139,12 +148,17 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
                     measure.summary(took, 1000.0)['median'])
             for key, count in run['fallbacks'].items():
                 fallbacks[key] += count
-    bare_runs = runs[BARE]
-    pooled = [s for run in bare_runs for s in run['samples']]
-    bare_result = (measure.summary(pooled, 1000.0), bare_runs[0]['rows'],
-                   bare_runs[0]['bytes'],
-                   [measure.summary(run['samples'], 1000.0)['median']
-                    for run in bare_runs])
+            bare_samples[path].extend(run['bare'])
+            bare_per_process[path].append(
+                measure.summary(run['bare'], 1000.0)['median'])
+    first = runs[paths[0]][0]
+    bare_result = {
+        'ms': measure.summary(
+            [s for p in paths for s in bare_samples[p]], 1000.0),
+        'rows': first['rows'], 'bytes': first['bytes'],
+        'by_path': {p: measure.summary(bare_samples[p], 1000.0)
+                    for p in paths},
+        'per_process': bare_per_process}
     return (summaries(samples), fallbacks, summaries(in_gc), bare_result,
             per_process, dict(usage))
 
@@ -171,17 +185,37 @@ def _in_memory(url):
         None, '', ':memory:')
 
 
-def _one_path(queries, path, call, warmup, repeat):
+def _one_path(queries, path, call, engine, warmup, repeat, limit):
     _fresh_process()
-    samples, in_gc, fallbacks = rounds(queries, (path,), call, warmup,
-                                       repeat)
-    return {'samples': samples, 'in_gc': in_gc, 'fallbacks': fallbacks}
+
+    def paired(which, query):
+        if which == BARE:
+            return _Dumped(*_fetch_and_dump(engine, limit)), True
+        return call(which, query)
+
+    samples, in_gc, fallbacks = rounds(queries, (path, BARE), paired,
+                                       warmup, repeat)
+    dumped = _Dumped(*_fetch_and_dump(engine, limit))
+    return {
+        'samples': {name: {path: by_path[path]}
+                    for name, by_path in samples.items()},
+        'in_gc': {name: {path: by_path[path]}
+                  for name, by_path in in_gc.items()},
+        'fallbacks': {key: count for key, count in fallbacks.items()
+                      if not key.endswith('(%s)' % BARE)},
+        # The same work whatever the query it was paired with.
+        'bare': [s for by_path in samples.values() for s in by_path[BARE]],
+        'rows': dumped.rows, 'bytes': len(dumped.content)}
 
 
-def _bare_samples(engine, warmup, repeat, limit):
-    _fresh_process()
-    samples, rows, size = _fetch_and_dump(engine, warmup, repeat, limit)
-    return {'samples': samples, 'rows': rows, 'bytes': size}
+class _Dumped(object):
+    """A bare sample's result, as :func:`rounds` checks a response."""
+
+    status_code = 200
+
+    def __init__(self, rows, content):
+        self.rows = rows
+        self.content = content
 
 
 def bare(engine, warmup, repeat, limit):
@@ -189,32 +223,29 @@ def bare(engine, warmup, repeat, limit):
 
     :returns: ``(summary in ms, rows, bytes of JSON)``.
     """
-    samples, rows, size = _fetch_and_dump(engine, warmup, repeat, limit)
-    return measure.summary(samples, 1000.0), rows, size
+    samples, rows, body = [], 0, b''
+    for n in range(warmup + repeat):
+        gc.collect()
+        started = time.perf_counter()
+        rows, body = _fetch_and_dump(engine, limit)
+        took = time.perf_counter() - started
+        if n >= warmup:
+            samples.append(took)
+    return measure.summary(samples, 1000.0), rows, len(body)
 
 
-def _fetch_and_dump(engine, warmup, repeat, limit):
+def _fetch_and_dump(engine, limit):
     """Fetch ``limit`` stored instance rows from the index, dump as JSON.
 
     The rows are whole ``instances`` rows of Nova's schema (what the index
     stores), newest first as the default list order; the connection is
-    opened per sample, as a request would.
+    opened each time, as a request would.
 
-    :returns: ``(seconds per sample, rows, bytes of JSON)``.
+    :returns: ``(rows, JSON bytes)``.
     """
     table = source.INSTANCES
     query = sa.select(table).where(table.c.deleted == 0).order_by(
         table.c.created_at.desc(), table.c.uuid).limit(limit)
-    samples, size, rows = [], 0, []
-    for n in range(warmup + repeat):
-        gc.collect()
-        started = time.perf_counter()
-        with engine.connect() as conn:
-            rows = [dict(row) for row in conn.execute(query).mappings()]
-        body = jsonutils.dump_as_bytes({'servers': rows})
-        took = time.perf_counter() - started
-        isolate.heartbeat()
-        size = len(body)
-        if n >= warmup:
-            samples.append(took)
-    return samples, len(rows), size
+    with engine.connect() as conn:
+        rows = [dict(row) for row in conn.execute(query).mappings()]
+    return len(rows), jsonutils.dump_as_bytes({'servers': rows})

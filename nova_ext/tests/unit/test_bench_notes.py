@@ -70,13 +70,18 @@ class TestNotes(base.TestCase):
                 for path in listing.INDEXED}
             clouds[cells]['per_process_ms'][listing.CACHED][
                 listing.HEADLINE] = cached
-            clouds[cells]['bare_per_process_ms'] = [41.25, 38.5]
+            clouds[cells]['bare_per_process_ms'] = {
+                path: [45.0, 50.0] for path in listing.INDEXED}
+            clouds[cells]['bare_per_process_ms'][listing.CACHED] = [
+                40.0, 50.0]
             clouds[cells]['children'] = {'wall': 800.4, 'parent_cpu': 47.6}
         notes = listing._notes(clouds, [2, 32])
         self.assertEqual(
-            '2 cells, detail admin: median ms in each process of its own: '
-            'index 90, 95; fast 90, 95; cached 100, 125; bare 41.2, 38.5.',
-            notes[1])
+            '2 cells, detail admin: median ms in each process of its own, '
+            'with the bare reference timed in the same process: index 90 '
+            '(bare 45.0, 2.0x), 95 (bare 50.0, 1.9x); fast 90 (bare 45.0, '
+            '2.0x), 95 (bare 50.0, 1.9x); cached 100 (bare 40.0, 2.5x), 125 '
+            '(bare 50.0, 2.5x).', notes[1])
         self.assertEqual(
             '2 cells: the benchmark process used 48 s of CPU (its '
             'in-process services) while its children ran for 800 s.',
@@ -85,6 +90,27 @@ class TestNotes(base.TestCase):
         self.assertEqual(
             'cached@32 / cached@2 for detail admin over every pair of '
             'their processes: 0.88 to 1.50.', notes[-1])
+
+    def test_flatness_net_of_the_floor_from_the_same_processes(self):
+        clouds = {2: _cloud(40.0, 100.0), 32: _cloud(60.0, 150.0)}
+        for cells, floor in ((2, 40.0), (32, 50.0)):
+            clouds[cells]['bare_by_path_ms'] = {
+                path: {'median': 1000.0} for path in listing.INDEXED}
+            clouds[cells]['bare_by_path_ms'][listing.CACHED] = {
+                'median': floor}
+        notes = listing._notes(clouds, [2, 32])
+        # 150/50 over 100/40; the pooled bare (60 and 40) is not used.
+        self.assertEqual(
+            'cached/bare for detail admin, bare from the same processes: '
+            '2.50 at 2 cells, 3.00 at 32; their ratio, flatness net of the '
+            'floor and of whole-process swings: 1.20.', notes[-1])
+        self.assertEqual(50.0, listing._bare(clouds[32], listing.CACHED))
+        target = [t for t in listing._targets(clouds, [2, 32])
+                  if t['target'].startswith('cached within')][0]
+        self.assertEqual(3.0, target['measured'])
+        # Without per-path samples (a shared run), the one bare reference.
+        del clouds[32]['bare_by_path_ms']
+        self.assertEqual(60.0, listing._bare(clouds[32], listing.CACHED))
 
 
 class _Cycle(object):
@@ -212,11 +238,14 @@ class TestIsolated(base.TestCase):
                 self.assertEqual(4, gc_ms[query.name][path]['n'])
                 self.assertEqual(2, len(per_process[path][query.name]))
         self.assertEqual(0, sum(fallbacks.values()))
-        summary, rows, size, bare_per_process = bare
-        self.assertEqual(4, summary['n'])
-        self.assertEqual(3, rows)
-        self.assertGreater(size, 0)
-        self.assertEqual(2, len(bare_per_process))
+        # One bare sample beside each timed request, in the same child:
+        # 2 queries x 2 rounds x 2 children per path.
+        self.assertEqual(8 * len(listing.INDEXED), bare['ms']['n'])
+        for path in listing.INDEXED:
+            self.assertEqual(8, bare['by_path'][path]['n'])
+            self.assertEqual(2, len(bare['per_process'][path]))
+        self.assertEqual(3, bare['rows'])
+        self.assertGreater(bare['bytes'], 0)
         self.assertGreater(usage['wall'], 0.0)
         self.assertGreaterEqual(usage['parent_cpu'], 0.0)
 
