@@ -490,16 +490,17 @@ def _notes(clouds, measured):
                 'processes: %.2f to %.2f.'
                 % (high, low, HEADLINE, min(ratios), max(ratios)))
         if all('bare_by_path_ms' in clouds[c] for c in (low, high)):
-            # The bare samples share each child's process and minutes, so
-            # this ratio is free of what moves a whole child; it also
-            # takes out the floor's own growth, so it is no substitute
-            # for the flatness target, only a check on it.
+            # The bare samples share each child's minutes, so this ratio
+            # is free of the machine's swings (not of what slows the path
+            # alone in one child); it also takes out the floor's own
+            # growth, so it is no substitute for the flatness target,
+            # only a check on it.
             over = [_median(clouds, c, HEADLINE, CACHED) /
                     _bare(clouds[c], CACHED) for c in (low, high)]
             notes.append(
                 'cached/bare for %s, bare from the same processes: %.2f at '
                 '%d cells, %.2f at %d; their ratio, flatness net of the '
-                'floor and of whole-process swings: %.2f.'
+                'floor and of the machine\'s swings: %.2f.'
                 % (HEADLINE, over[0], low, over[1], high,
                    over[1] / over[0]))
     return notes

@@ -187,15 +187,17 @@ def _in_memory(url):
 
 def _one_path(queries, path, call, engine, warmup, repeat, limit):
     _fresh_process()
+    last = []
 
     def paired(which, query):
         if which == BARE:
-            return _Dumped(*_fetch_and_dump(engine, limit)), True
+            last[:] = [_Dumped(*_fetch_and_dump(engine, limit))]
+            return last[0], True
         return call(which, query)
 
     samples, in_gc, fallbacks = rounds(queries, (path, BARE), paired,
                                        warmup, repeat)
-    dumped = _Dumped(*_fetch_and_dump(engine, limit))
+    dumped = last[0]
     return {
         'samples': {name: {path: by_path[path]}
                     for name, by_path in samples.items()},

@@ -103,7 +103,7 @@ class TestNotes(base.TestCase):
         self.assertEqual(
             'cached/bare for detail admin, bare from the same processes: '
             '2.50 at 2 cells, 3.00 at 32; their ratio, flatness net of the '
-            'floor and of whole-process swings: 1.20.', notes[-1])
+            'floor and of the machine\'s swings: 1.20.', notes[-1])
         self.assertEqual(50.0, listing._bare(clouds[32], listing.CACHED))
         target = [t for t in listing._targets(clouds, [2, 32])
                   if t['target'].startswith('cached within')][0]
