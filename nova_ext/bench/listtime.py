@@ -111,8 +111,9 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
     round is paired with a bare sample in the same child, taken just
     before or just after it (alternately), so that a path and the floor
     it is judged against share the process and the minutes they ran in:
-    on this kind of machine both move by up to half from one child to the
-    next. The samples of a path's children are pooled.
+    on a shared 2-core virtual machine the same work can take half as
+    long again for seconds at a time. The samples of a path's children
+    are pooled.
 
     :returns: ``(ms, fallbacks, gc_ms, bare, per_process, usage)``: the
         first three as from :func:`shared`; ``bare`` a dict: ``ms``, the
