@@ -115,15 +115,15 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
     long again for seconds at a time. The samples of a path's children
     are pooled.
 
-    :returns: ``(ms, fallbacks, gc_ms, bare, per_process, usage)``: the
-        first three as from :func:`shared`; ``bare`` a dict: ``ms``, the
-        summary of every child's bare samples, ``rows`` and ``bytes`` as
-        from :func:`bare`, ``by_path`` the summary of the bare samples
-        taken in each path's children, ``{path: summary}``, and
-        ``per_process`` their median ms in each child, ``{path: [ms]}``;
-        ``per_process`` the median ms of each child, ``{path: {query:
-        [ms]}}``; ``usage`` as from :func:`isolate.call`, for all the
-        children.
+    :returns: ``(ms, fallbacks, gc_ms, bare, per_process, usage)``:
+
+        * ``ms``, ``fallbacks``, ``gc_ms``: as from :func:`shared`;
+        * ``bare``: ``{'ms': summary of every child's bare samples,
+          'rows': n, 'bytes': n (as from :func:`bare`), 'by_path': {path:
+          summary of the bare samples of that path's children},
+          'per_process': {path: [median ms in each of its children]}}``;
+        * ``per_process``: ``{path: {query: [median ms in each child]}}``;
+        * ``usage``: as from :func:`isolate.call`, for all the children.
     """
     warmup += 1
     jobs = {path: functools.partial(_one_path, queries, path, call, engine,
