@@ -34,6 +34,12 @@ LOG = logging.getLogger(__name__)
 COMPUTE_BINARY = 'nova-compute'
 #: Attempts of one provider's read-modify-write before giving up.
 CONFLICT_RETRIES = 4
+#: Placement's ``ResourceProviderConcurrentUpdateDetected``, which it
+#: answers with a 500, not a 409: a concurrent write that commits after
+#: the handler's generation check but before its own (measured with
+#: placement 16 when a compute's resource tracker and the consumer write
+#: the same provider at once). Like a 409, it means "read again".
+PLACEMENT_RACE = 'concurrently updated the resource provider'
 
 
 #: How a virt driver marks the disable it does itself when it loses its
@@ -128,6 +134,8 @@ class TraitEngine(object):
 
         :raises ResourceProviderUpdateConflict: after CONFLICT_RETRIES
             generation conflicts in a row.
+        :raises ResourceProviderUpdateFailed: on any other placement error,
+            or after CONFLICT_RETRIES of placement's 500 for a race.
         """
         for attempt in range(1, CONFLICT_RETRIES + 1):
             info = self.client.get_provider_traits(ctxt, rp_uuid)
@@ -139,6 +147,13 @@ class TraitEngine(object):
                 self.client.set_traits_for_provider(
                     ctxt, rp_uuid, wanted, generation=info.generation)
             except nova_exception.ResourceProviderUpdateConflict:
+                self.counts['conflicts'] += 1
+                if attempt == CONFLICT_RETRIES:
+                    raise
+                continue
+            except nova_exception.ResourceProviderUpdateFailed as e:
+                if PLACEMENT_RACE not in str(e):
+                    raise
                 self.counts['conflicts'] += 1
                 if attempt == CONFLICT_RETRIES:
                     raise

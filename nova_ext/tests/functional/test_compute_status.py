@@ -17,6 +17,9 @@ stopped compute misses its heartbeats exactly as in production.
 """
 
 import datetime
+import sys
+
+import fixtures
 
 from nova import context as nova_context
 from nova import objects
@@ -339,6 +342,57 @@ class TestServicesAPI(_ComputeStatusBase):
         self.assertNotIn(DOWN, traits)
         self.assertNotIn(DISABLED, traits)
         self.assertIn('CUSTOM_OPERATOR', traits)
+
+    def _assert_race_retried(self, name):
+        """Commit another writer's trait inside placement's next trait PUT.
+
+        Placement's trait handler reads the provider (its generation
+        check), then the traits named in the body, then writes. Another
+        writer committing just before one of those reads is what a
+        compute's resource tracker writing at the same moment does: before
+        the first a 409, before the second placement's own 500. The
+        consumer's write must be retried, and neither write lost.
+        """
+        from placement.handlers import trait as trait_handler
+        owner, attr = name.rsplit('.', 1)
+        target = trait_handler
+        for part in owner.split('.'):
+            target = getattr(target, part)
+        real = getattr(target, attr)
+        rp = self._get_provider_uuid_by_host('compute1-1')
+        self.placement.put('/traits/CUSTOM_OTHER_WRITER', None, version='1.6')
+        fired = []
+
+        def interleaved(*args, **kwargs):
+            if args and args[0] is target:
+                # MonkeyPatch keeps a classmethod one: drop the class.
+                args = args[1:]
+            # Only inside a trait PUT: the GETs call the same functions.
+            caller = sys._getframe(1).f_code.co_name
+            if caller == 'update_traits_for_resource_provider' and not fired:
+                fired.append(True)
+                self._set_provider_traits(
+                    rp, self._get_provider_traits(rp) +
+                    ['CUSTOM_OTHER_WRITER'])
+            return real(*args, **kwargs)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'placement.handlers.trait.' + name, interleaved))
+        # No watcher: its sweep would be a second chance that hides a lost
+        # write of the consumer.
+        self.admin_api.put_service(self._service_id('compute1-1'),
+                                   {'forced_down': True})
+        self._drain()
+        self.assertEqual([True], fired)
+        traits = self._traits('compute1-1')
+        self.assertIn('CUSTOM_OTHER_WRITER', traits)
+        self.assertIn(DOWN, traits)
+
+    def test_generation_conflict_retried(self):
+        self._assert_race_retried('rp_obj.ResourceProvider.get_by_uuid')
+
+    def test_placement_500_for_a_race_retried(self):
+        self._assert_race_retried('trait_obj.get_all')
 
     def test_unknown_plugins_fail_at_start(self):
         self.flags(trait_callbacks=['compute-status', 'no-such-callback'],
