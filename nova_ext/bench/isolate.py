@@ -27,6 +27,7 @@ A child reports back through a pipe, as JSON, and leaves with
 ``os._exit``: it never runs the parent's fixture cleanups or exit hooks.
 """
 
+import faulthandler
 import json
 import os
 import select
@@ -51,6 +52,8 @@ class ChildStalled(ChildFailed):
 
 #: In a child, the pipe to its parent; None in the parent.
 _PIPE = None
+#: Seconds a stalled child is given to print its threads' stacks.
+DUMP_WAIT = 2
 
 
 def heartbeat():
@@ -114,6 +117,9 @@ def _child(fn, write_fd):
     code = 1
     try:
         _PIPE = write_fd
+        # Where a stalled child waits: printed to stderr on SIGUSR1, from C,
+        # so even a thread stuck in a library while holding the GIL shows.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         try:
             payload, code = {'result': fn()}, 0
         except BaseException:
@@ -137,6 +143,9 @@ def _read(read_fd, pid, timeout, stall):
         ready = select.select([read_fd], [], [], max(wait, 0))[0]
         now = time.monotonic()
         if not ready:
+            if now < deadline:
+                os.kill(pid, signal.SIGUSR1)
+                time.sleep(DUMP_WAIT)
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             if now < deadline:

@@ -46,11 +46,13 @@ A *bare reference* is timed in each cloud too: fetching the same number of
 stored instance rows from the index database and serialising them to JSON.
 No design that reads the rows it lists can go below it.
 
-The index paths are timed in processes forked from this one before Nova's
-path first runs here, ``--processes`` each, every request paired with a
-bare sample in the same process; Nova's path is timed afterwards in this
-process (``--shared``: everything in
-this process, interleaved). listtime.py says why.
+The index paths make their first answers, and are timed, in processes
+forked from this one before Nova's path first runs here: one process per
+path for the answers, then ``--processes`` per path for the timing, every
+timed request paired with a bare sample in the same process. This process
+never runs an index path itself. Nova's path is timed afterwards in this
+process (``--shared``: everything in this process, interleaved).
+listtime.py says why.
 """
 
 import collections
@@ -210,19 +212,22 @@ def _measure(args, cells, out, the_cloud):
         raise RuntimeError('the index driver is not attached to nova-api; '
                            'nothing would be measured')
 
-    progress.step('the index answers to %d queries, through %s'
-                  % (len(QUERIES), ', '.join(INDEXED)))
     call = functools.partial(_path_call, apis, selector)
     out['answers'] = {q.name: {'url': q.url} for q in QUERIES}
-    got = {}
-    for query in QUERIES:
-        answer = out['answers'][query.name]
-        for path in INDEXED:
-            started = time.perf_counter()
-            got[query.name, path] = call(path, query)
-            answer['%s_first_ms' % path] = round(
-                (time.perf_counter() - started) * 1000.0, 1)
-            answer['served_' + path] = got[query.name, path][1]
+    if args.shared:
+        progress.step('the index answers to %d queries, through %s'
+                      % (len(QUERIES), ', '.join(INDEXED)))
+        got = _first_answers(call)
+    else:
+        progress.step('the index answers to %d queries, through %s, in a '
+                      'process of its own each'
+                      % (len(QUERIES), ', '.join(INDEXED)))
+        got = listtime.first_answers(QUERIES, INDEXED, call)
+    for (name, path), (response, served, ms) in got.items():
+        answer = out['answers'][name]
+        answer['%s_first_ms' % path] = round(ms, 1)
+        answer['served_' + path] = served
+        got[name, path] = (response, served)
     progress.done()
 
     gc.collect()
@@ -290,6 +295,18 @@ def _measure(args, cells, out, the_cloud):
                   % (cells, name, count))
     # In isolated runs, the children's counters stayed in the children.
     out['selector'] = selector.stats.snapshot()
+
+
+def _first_answers(call):
+    """As :func:`listtime.first_answers`, in this process."""
+    got = {}
+    for query in QUERIES:
+        for path in INDEXED:
+            started = time.perf_counter()
+            response, served = call(path, query)
+            got[query.name, path] = (
+                response, served, (time.perf_counter() - started) * 1000.0)
+    return got
 
 
 def _request(api, url):

@@ -15,8 +15,10 @@ Two ways, on the same data and requests:
 
 * :func:`isolated` (the default): each index path, and the bare
   reference, is timed in processes forked from the benchmark's own just
-  before Nova's path first runs (see isolate.py), several processes each;
-  Nova's own path is timed afterwards in the benchmark's process.
+  before Nova's path first runs (see isolate.py), several processes each,
+  after :func:`first_answers` made each path's answers in a forked
+  process of its own; Nova's own path is timed afterwards in the
+  benchmark's process.
 * :func:`shared`: every path in turn in the benchmark's process, as all
   runs before 2026-11 did.
 
@@ -162,6 +164,63 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
         'per_process': bare_per_process}
     return (summaries(samples), fallbacks, summaries(in_gc), bare_result,
             per_process, dict(usage))
+
+
+def first_answers(queries, paths, call, usage=None):
+    """Each path's first answer to every query, in a forked child per path.
+
+    The timed children are forked afterwards from a process that has run
+    none of the index paths, as a nova-api process configured for one
+    path never runs the others: children forked from a benchmark process
+    that had first made these answers itself were measured up to 1.7x
+    slower at 32 cells than children of one that had not (see the docs).
+
+    :param usage: as for :func:`isolate.call`.
+    :returns: ``{(query name, path): (response, served, ms)}``, the
+        response an :class:`Answer`.
+    """
+    jobs = {path: functools.partial(_answers, queries, path, call)
+            for path in paths}
+    runs = isolate.in_processes(
+        jobs, 1, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND, usage, CHILD_STALL)
+    got = {}
+    for path in paths:
+        for name, one in runs[path][0].items():
+            got[name, path] = (
+                Answer(one['status'], one['content'].encode('latin-1')),
+                one['served'], one['ms'])
+    return got
+
+
+def _answers(queries, path, call):
+    _fresh_process()
+    out = {}
+    for query in queries:
+        started = time.perf_counter()
+        response, served = call(path, query)
+        ms = (time.perf_counter() - started) * 1000.0
+        isolate.heartbeat()
+        # Latin-1 maps every byte to one character: JSON carries the body
+        # byte for byte.
+        out[query.name] = {'status': response.status_code,
+                           'content': response.content.decode('latin-1'),
+                           'served': served, 'ms': ms}
+    return out
+
+
+class Answer(object):
+    """A response carried back from a child, as far as it is compared."""
+
+    def __init__(self, status_code, content):
+        self.status_code = status_code
+        self.content = content
+
+    @property
+    def text(self):
+        return self.content.decode('utf-8', 'replace')
+
+    def json(self):
+        return jsonutils.loads(self.content)
 
 
 def _fresh_process():

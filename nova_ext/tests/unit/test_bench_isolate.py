@@ -103,6 +103,30 @@ class TestStall(base.TestCase):
                           lambda: time.sleep(60), timeout=60, stall=0.5)
         self.assertLess(time.monotonic() - started, 30)
 
+    def test_a_stalled_child_prints_where_it_waits(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.bench.isolate.DUMP_WAIT', 0.5))
+        err = os.path.join(self.useFixture(fixtures.TempDir()).path, 'err')
+
+        def stuck_in_here():
+            # Spinning, not sleeping: under eventlet a sleep is in the hub.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                pass
+
+        saved = os.dup(2)
+        try:
+            with open(err, 'wb') as f:
+                os.dup2(f.fileno(), 2)
+            self.assertRaises(isolate.ChildStalled, isolate.call,
+                              stuck_in_here, timeout=60, stall=0.5)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        with open(err) as f:
+            dumped = f.read()
+        self.assertIn('stuck_in_here', dumped)
+
     def test_heartbeat_is_harmless_in_the_parent(self):
         isolate.heartbeat()
 

@@ -281,3 +281,24 @@ class TestIsolated(base.TestCase):
                 query.name, listing.CACHED)])
             self.assertEqual(0, fallbacks['%s (%s)' % (
                 query.name, listing.INDEX)])
+
+    def test_first_answers_come_back_byte_for_byte_from_a_child_each(self):
+        body = '{"name": "caf\u00e9 \u2603"}'.encode('utf-8') + b'\xff'
+        calls = []
+
+        def call(path, query):
+            calls.append(path)
+            response = _Response()
+            response.content = body + path.encode('ascii')
+            return response, path != listing.FAST
+
+        got = listtime.first_answers(self.QUERIES, listing.INDEXED, call)
+        # Made in the children only.
+        self.assertEqual([], calls)
+        self.assertEqual({(q.name, p) for q in self.QUERIES
+                          for p in listing.INDEXED}, set(got))
+        for (name, path), (response, served, ms) in got.items():
+            self.assertEqual(200, response.status_code)
+            self.assertEqual(body + path.encode('ascii'), response.content)
+            self.assertEqual(path != listing.FAST, served)
+            self.assertGreaterEqual(ms, 0.0)
