@@ -36,9 +36,10 @@ COMPUTE_BINARY = 'nova-compute'
 CONFLICT_RETRIES = 4
 #: Placement's ``ResourceProviderConcurrentUpdateDetected``, which it
 #: answers with a 500, not a 409: a concurrent write that commits after
-#: the handler's generation check but before its own (measured with
-#: placement 16 when a compute's resource tracker and the consumer write
-#: the same provider at once). Like a 409, it means "read again".
+#: the handler's generation check but before its own (seen with placement
+#: 16 when Nova's compute, syncing COMPUTE_STATUS_DISABLED on an enable,
+#: and the consumer wrote the same provider at once). Like a 409, it means
+#: "read again".
 PLACEMENT_RACE = 'concurrently updated the resource provider'
 
 
@@ -146,13 +147,10 @@ class TraitEngine(object):
             try:
                 self.client.set_traits_for_provider(
                     ctxt, rp_uuid, wanted, generation=info.generation)
-            except nova_exception.ResourceProviderUpdateConflict:
-                self.counts['conflicts'] += 1
-                if attempt == CONFLICT_RETRIES:
-                    raise
-                continue
-            except nova_exception.ResourceProviderUpdateFailed as e:
-                if PLACEMENT_RACE not in str(e):
+            except (nova_exception.ResourceProviderUpdateConflict,
+                    nova_exception.ResourceProviderUpdateFailed) as e:
+                if (isinstance(e, nova_exception.ResourceProviderUpdateFailed)
+                        and PLACEMENT_RACE not in str(e)):
                     raise
                 self.counts['conflicts'] += 1
                 if attempt == CONFLICT_RETRIES:

@@ -349,7 +349,7 @@ class TestServicesAPI(_ComputeStatusBase):
         Placement's trait handler reads the provider (its generation
         check), then the traits named in the body, then writes. Another
         writer committing just before one of those reads is what a
-        compute's resource tracker writing at the same moment does: before
+        compute writing at the same moment does (syncing a trait): before
         the first a 409, before the second placement's own 500. The
         consumer's write must be retried, and neither write lost.
         """
