@@ -217,7 +217,9 @@ def _measure(args, cells, out, the_cloud):
     if args.shared:
         progress.step('the index answers to %d queries, through %s'
                       % (len(QUERIES), ', '.join(INDEXED)))
-        got = _first_answers(call)
+        got = {(name, path): answer for path in INDEXED
+               for name, answer in listtime.answers(
+                   QUERIES, path, call).items()}
     else:
         progress.step('the index answers to %d queries, through %s, in a '
                       'process of its own each'
@@ -295,18 +297,6 @@ def _measure(args, cells, out, the_cloud):
                   % (cells, name, count))
     # In isolated runs, the children's counters stayed in the children.
     out['selector'] = selector.stats.snapshot()
-
-
-def _first_answers(call):
-    """As :func:`listtime.first_answers`, in this process."""
-    got = {}
-    for query in QUERIES:
-        for path in INDEXED:
-            started = time.perf_counter()
-            response, served = call(path, query)
-            got[query.name, path] = (
-                response, served, (time.perf_counter() - started) * 1000.0)
-    return got
 
 
 def _request(api, url):

@@ -172,40 +172,46 @@ def first_answers(queries, paths, call, usage=None):
     The timed children are forked afterwards from a process that has run
     none of the index paths, as a nova-api process configured for one
     path never runs the others: children forked from a benchmark process
-    that had first made these answers itself were measured up to 1.7x
-    slower at 32 cells than children of one that had not (see the docs).
+    that had first made these answers itself were slower at 2 and 8 cells
+    (the ``cached`` path by about 50 ms of 200 at 2 cells; see the docs).
 
     :param usage: as for :func:`isolate.call`.
-    :returns: ``{(query name, path): (response, served, ms)}``, the
-        response an :class:`Answer`.
+    :returns: as :func:`answers`, for every path, keyed ``(query name,
+        path)``; each response an :class:`Answer`.
     """
-    jobs = {path: functools.partial(_answers, queries, path, call)
+    jobs = {path: functools.partial(_answers_in_child, queries, path, call)
             for path in paths}
     runs = isolate.in_processes(
         jobs, 1, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND, usage, CHILD_STALL)
-    got = {}
-    for path in paths:
-        for name, one in runs[path][0].items():
-            got[name, path] = (
-                Answer(one['status'], one['content'].encode('latin-1')),
-                one['served'], one['ms'])
-    return got
+    return {(name, path): (Answer(status, content.encode('latin-1')),
+                           served, ms)
+            for path in paths
+            for name, (status, content, served, ms) in runs[path][0]}
 
 
-def _answers(queries, path, call):
-    _fresh_process()
+def answers(queries, path, call):
+    """``path``'s first answer to every query, in this process.
+
+    :returns: ``{query name: (response, served, ms)}``.
+    """
     out = {}
     for query in queries:
         started = time.perf_counter()
         response, served = call(path, query)
-        ms = (time.perf_counter() - started) * 1000.0
+        out[query.name] = (response, served,
+                           (time.perf_counter() - started) * 1000.0)
         isolate.heartbeat()
-        # Latin-1 maps every byte to one character: JSON carries the body
-        # byte for byte.
-        out[query.name] = {'status': response.status_code,
-                           'content': response.content.decode('latin-1'),
-                           'served': served, 'ms': ms}
     return out
+
+
+def _answers_in_child(queries, path, call):
+    _fresh_process()
+    # Latin-1 maps every byte to one character: JSON carries the body byte
+    # for byte.
+    return [(name, (response.status_code, response.content.decode('latin-1'),
+                    served, ms))
+            for name, (response, served, ms) in answers(
+                queries, path, call).items()]
 
 
 class Answer(object):
