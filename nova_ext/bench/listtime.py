@@ -166,7 +166,7 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
             per_process, dict(usage))
 
 
-def first_answers(queries, paths, call, usage=None):
+def first_answers(queries, paths, call):
     """Each path's first answer to every query, in a forked child per path.
 
     The timed children are forked afterwards from a process that has run
@@ -175,14 +175,13 @@ def first_answers(queries, paths, call, usage=None):
     that had first made these answers itself were slower at 2 and 8 cells
     (the ``cached`` path by about 50 ms of 200 at 2 cells; see the docs).
 
-    :param usage: as for :func:`isolate.call`.
     :returns: as :func:`answers`, for every path, keyed ``(query name,
         path)``; each response an :class:`Answer`.
     """
     jobs = {path: functools.partial(_answers_in_child, queries, path, call)
             for path in paths}
     runs = isolate.in_processes(
-        jobs, 1, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND, usage, CHILD_STALL)
+        jobs, 1, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND, stall=CHILD_STALL)
     return {(name, path): (Answer(status, content.encode('latin-1')),
                            served, ms)
             for path in paths
