@@ -225,11 +225,10 @@ def _measure(args, cells, out, the_cloud):
                       'process of its own each'
                       % (len(QUERIES), ', '.join(INDEXED)))
         got = listtime.first_answers(QUERIES, INDEXED, call)
-    for (name, path), (response, served, ms) in got.items():
+    for (name, path), (_, served, ms) in got.items():
         answer = out['answers'][name]
         answer['%s_first_ms' % path] = round(ms, 1)
         answer['served_' + path] = served
-        got[name, path] = (response, served)
     progress.done()
 
     gc.collect()
@@ -262,7 +261,8 @@ def _measure(args, cells, out, the_cloud):
                       servers=len(want.json().get('servers', ()))
                       if want.status_code == 200 else None)
         for path in INDEXED:
-            difference = _compare(*got.pop((query.name, path)), want=want)
+            response, served, _ = got.pop((query.name, path))
+            difference = _compare(response, served, want=want)
             if difference:
                 out['differences']['%s (%s)' % (query.name, path)] = (
                     difference)
