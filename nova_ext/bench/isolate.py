@@ -117,10 +117,12 @@ def _child(fn, write_fd):
     code = 1
     try:
         _PIPE = write_fd
-        # Where a stalled child waits: printed to stderr on SIGUSR1, from C,
-        # so even a thread stuck in a library while holding the GIL shows.
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
         try:
+            # Where a stalled child waits: printed on SIGUSR1, from C, so even
+            # a thread stuck in a library while holding the GIL shows. To
+            # descriptor 2, not sys.stderr: a test runner capturing output
+            # replaces sys.stderr with an object that has no descriptor.
+            faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
             payload, code = {'result': fn()}, 0
         except BaseException:
             payload = {'error': traceback.format_exc()}
