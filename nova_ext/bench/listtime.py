@@ -31,6 +31,7 @@ still pays for the collections its own allocations trigger.
 import collections
 import functools
 import gc
+import sqlite3
 import time
 
 from nova import thread_pool_factory
@@ -228,6 +229,10 @@ class Answer(object):
         return jsonutils.loads(self.content)
 
 
+#: In a forked child, its parent's SQLite handles, never to be freed.
+_INHERITED = []
+
+
 def _fresh_process():
     # Only the forking thread lives on in a child, so Nova's thread pools
     # would queue work for workers that are gone (a scatter-gather over the
@@ -241,7 +246,13 @@ def _fresh_process():
     # name, hence the search. An in-memory database lives in its one
     # connection, and is left alone.
     for obj in gc.get_objects():
-        if isinstance(obj, sa.engine.Engine) and not _in_memory(obj.url):
+        if isinstance(obj, (sqlite3.Connection, sqlite3.Cursor)):
+            # Nor finalize them: freeing one enters SQLite's locks, which
+            # a parent thread may have held at the fork, and then the
+            # child's garbage collection waits for ever (seen at 32 cells).
+            # The child leaves with os._exit, without freeing anything.
+            _INHERITED.append(obj)
+        elif isinstance(obj, sa.engine.Engine) and not _in_memory(obj.url):
             obj.dispose(close=False)
 
 

@@ -269,6 +269,21 @@ class TestIsolated(base.TestCase):
         self.assertEqual([0, 0], isolate.call(child, timeout=60))
         self.assertEqual(1, self.engine.pool.checkedin())
 
+    def test_a_child_never_frees_its_parents_sqlite_handles(self):
+        with self.engine.connect() as conn:
+            conn.execute(sa.text('SELECT 1'))
+            raw = conn.connection.dbapi_connection
+
+        def child():
+            listtime._fresh_process()
+            gc.collect()
+            # The pool forgot it; the child still holds it, unfreed.
+            return [self.engine.pool.checkedin(),
+                    any(obj is raw for obj in listtime._INHERITED)]
+
+        self.assertEqual([0, True], isolate.call(child, timeout=60))
+        self.assertEqual([], listtime._INHERITED)
+
     def test_fallbacks_counted_in_the_children_come_back(self):
         api = _Api(self.selector, renders=False)
         fallbacks = self._isolated(api, processes=3, repeat=1)[1]
