@@ -59,24 +59,6 @@ has caught up.
 Seconds an index query may take before nova-api gives up on the index and
 answers from Nova's own path.
 """),
-    cfg.IntOpt(
-        'sqlite_mmap_size',
-        default=1024,
-        min=0,
-        help="""
-MiB of an SQLite index file that each connection maps into memory; 0 maps
-none. Ignored for MariaDB/MySQL and PostgreSQL.
-
-A page of ``GET /servers/detail`` reads a thousand rows scattered over the
-whole file. Mapped, SQLite reads them in place; otherwise each of their
-pages is a system call and a copy into SQLite's small page cache, which
-costs more as the file grows with the cloud. The mapping takes address
-space, not memory: the pages are the operating system's file cache, shared
-by every process that reads the file. Set 0 if the file is on a network
-file system, where SQLite advises against memory mapping. SQLite caps the
-value at its compile-time maximum (2 GiB by default). Read when a process
-first opens the index.
-"""),
     cfg.FloatOpt(
         'cell_check_interval',
         default=5.0,

@@ -17,7 +17,6 @@ runs unchanged over the rows of every cell at once.
 """
 
 import contextlib
-import functools
 import math
 import os
 import threading
@@ -51,17 +50,12 @@ def connection_url(conf):
     return 'sqlite:///%s' % path
 
 
-def _sqlite_pragmas(mmap_size, dbapi_connection, connection_record):
+def _sqlite_pragmas(dbapi_connection, connection_record):
     # nova-api reads while the indexer writes: WAL lets readers go on during
     # a write, and busy_timeout makes writers queue instead of failing.
     cursor = dbapi_connection.cursor()
     cursor.execute('PRAGMA busy_timeout = 10000')
     cursor.execute('PRAGMA journal_mode = WAL')
-    # A page of a list is a thousand rows scattered over the whole file.
-    # Through SQLite's page cache (2 MiB by default) each of their pages is
-    # a read() and a copy, more of them the more cells the file holds;
-    # mapped, they are read in place (measured: benchmarks.rst).
-    cursor.execute('PRAGMA mmap_size = %d' % mmap_size)
     cursor.close()
 
 
@@ -135,13 +129,12 @@ def lost_race(error):
             stale_snapshot(error))
 
 
-def _setup_sqlite(engine, conf):
+def _setup_sqlite(engine):
     sa.event.listen(engine, 'before_cursor_execute', _sqlite_begin,
                     retval=True)
     if engine.url.database in (None, '', ':memory:'):
         return
-    sa.event.listen(engine, 'connect', functools.partial(
-        _sqlite_pragmas, conf.nova_ext_index.sqlite_mmap_size * 1024 * 1024))
+    sa.event.listen(engine, 'connect', _sqlite_pragmas)
     # oslo.db gives SQLite files a NullPool: every transaction would open
     # the file, parse the schema, set the pragmas, and on closing the last
     # connection checkpoint and delete the WAL, several times the cost of a
@@ -180,7 +173,7 @@ def get_context_manager(conf):
                                   url, conf.nova_ext_index.query_timeout))
             engine = manager.writer.get_engine()
             if engine.dialect.name == 'sqlite':
-                _setup_sqlite(engine, conf)
+                _setup_sqlite(engine)
             _MANAGERS[url] = manager
         return manager
 

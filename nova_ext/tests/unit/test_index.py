@@ -112,27 +112,6 @@ class TestMigration(IndexDBTestCase):
             self.assertEqual(set(table.c.keys()), have, table.name)
 
 
-class TestSqliteConnections(IndexDBTestCase):
-
-    def pragma(self, engine, name):
-        with engine.connect() as conn:
-            return conn.exec_driver_sql('PRAGMA %s' % name).scalar()
-
-    def test_every_connection_has_the_pragmas(self):
-        self.assertEqual('wal', self.pragma(self.engine, 'journal_mode'))
-        self.assertEqual(10000, self.pragma(self.engine, 'busy_timeout'))
-        self.assertEqual(1024 * 1024 * 1024,
-                         self.pragma(self.engine, 'mmap_size'))
-
-    def test_mmap_size_is_configured_in_mib(self):
-        for mib in (0, 64):
-            db.reset()
-            self.flags(sqlite_mmap_size=mib, group='nova_ext_index')
-            engine = db.get_engine(self.conf.conf)
-            self.assertEqual(mib * 1024 * 1024,
-                             self.pragma(engine, 'mmap_size'))
-
-
 class TestBlockDeviceMappingMigration(base.TestCase):
     """0003 has an index made before it read every instance again."""
 
