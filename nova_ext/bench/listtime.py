@@ -31,6 +31,7 @@ still pays for the collections its own allocations trigger.
 import collections
 import functools
 import gc
+import random
 import sqlite3
 import time
 
@@ -55,7 +56,14 @@ def rounds(queries, paths, call, warmup, repeat):
 
     Each round makes every query through each path, in reverse order every
     other round, so that neither path always runs on the caches the other
-    warmed, and drift in the machine's speed is shared evenly.
+    warmed, and drift in the machine's speed is shared evenly. The queries
+    take a new order every round (the same in every run): a round of the
+    index paths at 32 cells lasts about as long as the index's periodic
+    cell check (``cell_check_interval``), so in a fixed order the check
+    fell on the same query round after round, or never; a profile found
+    it in every one of a slow child's ``detail admin`` requests (about 90
+    ms each) and in 2 of 10 of a fast child's. In a real nova-api it falls
+    on a request at random, as here.
 
     :param call: ``call(path, query) -> (response, served as asked)``.
     :returns: ``(samples, in_gc, fallbacks)``: seconds per request and
@@ -67,8 +75,11 @@ def rounds(queries, paths, call, warmup, repeat):
     fallbacks = {'%s (%s)' % (q.name, path): 0
                  for q in queries for path in paths}
     clock = measure.GcClock()
+    shuffle = random.Random(0).shuffle
     for n in range(warmup + repeat):
         order = paths[::-1] if n % 2 == 0 else paths
+        queries = list(queries)
+        shuffle(queries)
         for query in queries:
             for path in order:
                 gc.collect()

@@ -195,6 +195,44 @@ class TestTimeCollectsBetweenRequests(base.TestCase):
         self.assertEqual(set(gc_ms[listing.HEADLINE]), set(listing.PATHS))
 
 
+class TestRoundOrder(base.TestCase):
+
+    def test_queries_take_a_new_order_each_round(self):
+        made = []
+
+        def call(path, query):
+            made.append((path, query.name))
+            return _Response(), True
+
+        rounds = 3
+        listtime.rounds(listing.QUERIES, ('a', 'b'), call, warmup=1,
+                        repeat=rounds - 1)
+        per_round = 2 * len(listing.QUERIES)
+        orders = []
+        for n in range(rounds):
+            made_now = made[n * per_round:(n + 1) * per_round]
+            # Every query through both paths, each path after the other
+            # in turn, once per round.
+            self.assertEqual(
+                sorted((p, q.name) for q in listing.QUERIES
+                       for p in 'ab'), sorted(made_now))
+            first = 'b' if n % 2 == 0 else 'a'
+            self.assertEqual({first}, {p for p, _ in made_now[::2]})
+            orders.append(tuple(q for _, q in made_now[::2]))
+        # Not one fixed order: the headline query does not sit at the same
+        # place in every round, where a periodic check could meet it
+        # every time, or never.
+        self.assertGreater(
+            len({order.index(listing.HEADLINE) for order in orders}), 1)
+        # The same orders in every run, to compare runs.
+        again = []
+        listtime.rounds(listing.QUERIES, ('a', 'b'),
+                        lambda p, q: (again.append((p, q.name)) or
+                                      (_Response(), True)),
+                        warmup=1, repeat=rounds - 1)
+        self.assertEqual(made, again)
+
+
 class TestIsolated(base.TestCase):
     """Each index path and the bare reference in forked children."""
 
