@@ -76,9 +76,9 @@ def rounds(queries, paths, call, warmup, repeat):
                  for q in queries for path in paths}
     clock = measure.GcClock()
     shuffle = random.Random(0).shuffle
+    queries = list(queries)
     for n in range(warmup + repeat):
         order = paths[::-1] if n % 2 == 0 else paths
-        queries = list(queries)
         shuffle(queries)
         for query in queries:
             for path in order:

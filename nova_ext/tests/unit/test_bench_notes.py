@@ -198,19 +198,23 @@ class TestTimeCollectsBetweenRequests(base.TestCase):
 class TestRoundOrder(base.TestCase):
 
     def test_queries_take_a_new_order_each_round(self):
-        made = []
-
-        def call(path, query):
-            made.append((path, query.name))
-            return _Response(), True
-
         rounds = 3
-        listtime.rounds(listing.QUERIES, ('a', 'b'), call, warmup=1,
-                        repeat=rounds - 1)
+
+        def made():
+            calls = []
+
+            def call(path, query):
+                calls.append((path, query.name))
+                return _Response(), True
+            listtime.rounds(listing.QUERIES, ('a', 'b'), call, warmup=1,
+                            repeat=rounds - 1)
+            return calls
+
+        first_run = made()
         per_round = 2 * len(listing.QUERIES)
         orders = []
         for n in range(rounds):
-            made_now = made[n * per_round:(n + 1) * per_round]
+            made_now = first_run[n * per_round:(n + 1) * per_round]
             # Every query through both paths, each path after the other
             # in turn, once per round.
             self.assertEqual(
@@ -225,12 +229,7 @@ class TestRoundOrder(base.TestCase):
         self.assertGreater(
             len({order.index(listing.HEADLINE) for order in orders}), 1)
         # The same orders in every run, to compare runs.
-        again = []
-        listtime.rounds(listing.QUERIES, ('a', 'b'),
-                        lambda p, q: (again.append((p, q.name)) or
-                                      (_Response(), True)),
-                        warmup=1, repeat=rounds - 1)
-        self.assertEqual(made, again)
+        self.assertEqual(first_run, made())
 
 
 class TestIsolated(base.TestCase):
