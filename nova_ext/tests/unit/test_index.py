@@ -112,6 +112,32 @@ class TestMigration(IndexDBTestCase):
             self.assertEqual(set(table.c.keys()), have, table.name)
 
 
+class TestNameSortIndexes(IndexDBTestCase):
+    """A page sorted by name is read off an index, not sorted whole.
+
+    The ORDER BY is Nova's for ``sort_key=display_name`` (see
+    ``nova.db.utils.process_sort_params``: created_at and id follow, in
+    the first key's direction).
+    """
+
+    def _plan(self, where, direction):
+        order = ', '.join('%s %s' % (key, direction)
+                          for key in ('display_name', 'created_at', 'id'))
+        with self.engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                'EXPLAIN QUERY PLAN SELECT id FROM instances WHERE %s '
+                'ORDER BY %s LIMIT 1000' % (where, order)).all()
+        return ' / '.join(row[-1] for row in rows)
+
+    def test_admin_and_project_pages_need_no_sort(self):
+        for where in ("deleted = 0",
+                      "project_id = 'p' AND deleted = 0"):
+            for direction in ('asc', 'desc'):
+                plan = self._plan(where, direction)
+                self.assertNotIn('TEMP B-TREE', plan, (where, direction))
+                self.assertIn('_name_idx', plan, (where, direction))
+
+
 class TestBlockDeviceMappingMigration(base.TestCase):
     """0003 has an index made before it read every instance again."""
 

@@ -257,6 +257,10 @@ class TestIndexerNeedsTheSchema(test_index.IndexDBTestCase):
         service_changes.bump(self.engine, ['cmp1'])
         with self.engine.begin() as conn:
             conn.exec_driver_sql('DROP TABLE nova_ext_index_service_changes')
+            # What 0005 added, so that the schema is 0003's again.
+            for index in ('nova_ext_instances_deleted_name_idx',
+                          'nova_ext_instances_project_deleted_name_idx'):
+                conn.exec_driver_sql('DROP INDEX %s' % index)
             conn.exec_driver_sql("UPDATE alembic_version "
                                  "SET version_num = '0003'")
         self.assertIn('index db_sync', indexer.schema_problem(self.conf.conf))
