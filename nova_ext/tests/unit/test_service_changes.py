@@ -12,6 +12,7 @@
 """Service changes (generations) and the services nova-api keeps."""
 
 import datetime
+import importlib
 import threading
 from unittest import mock
 
@@ -258,8 +259,9 @@ class TestIndexerNeedsTheSchema(test_index.IndexDBTestCase):
         with self.engine.begin() as conn:
             conn.exec_driver_sql('DROP TABLE nova_ext_index_service_changes')
             # What 0005 added, so that the schema is 0003's again.
-            for index in ('nova_ext_instances_deleted_name_idx',
-                          'nova_ext_instances_project_deleted_name_idx'):
+            for index in importlib.import_module(
+                    'nova_ext.index.migrations.versions.'
+                    '0005_name_sort_indexes').INDEXES:
                 conn.exec_driver_sql('DROP INDEX %s' % index)
             conn.exec_driver_sql("UPDATE alembic_version "
                                  "SET version_num = '0003'")
