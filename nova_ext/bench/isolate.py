@@ -178,13 +178,22 @@ def in_processes(jobs, processes, timeout, usage=None, stall=None,
     names = list(jobs)
     for turn in range(processes):
         for name in names if turn % 2 == 0 else names[::-1]:
-            for attempt in range(1, attempts + 1):
-                try:
-                    result = call(jobs[name], timeout, usage, stall)
-                    break
-                except ChildStalled as error:
-                    if attempt == attempts:
-                        raise
-                    print('%s: %s; forking it again' % (name, error))
-            results[name].append(result)
+            results[name].append(call_again_if_stalled(
+                name, jobs[name], timeout, usage, stall, attempts))
     return results
+
+
+def call_again_if_stalled(name, fn, timeout, usage=None, stall=None,
+                          attempts=2):
+    """:func:`call`, forked again if it stalls, ``attempts`` times in all.
+
+    :param name: what the job is called in the message printed when it
+        is forked again.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return call(fn, timeout, usage, stall)
+        except ChildStalled as error:
+            if attempt == attempts:
+                raise
+            print('%s: %s; forking it again' % (name, error))

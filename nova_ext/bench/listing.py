@@ -11,9 +11,9 @@
 # under the License.
 """``nova-ext-bench list``: GET /servers through the index against stock.
 
-For each number of cells, one cloud is booted (one after the other in this
-process, each torn down before the next), given ``--per-cell`` servers in
-every cell (cloned in the cell databases, see data.py, shared out between
+For each number of cells, one cloud is booted, given ``--per-cell``
+servers in every cell (cloned in the cell databases, see data.py, shared out
+between
 four projects), and the instance index is synced from the cells. Then, in
 that one cloud and on the same data, every query below is made through
 nova-api's WSGI pipeline four ways:
@@ -46,85 +46,36 @@ A *bare reference* is timed in each cloud too: fetching the same number of
 stored instance rows from the index database and serialising them to JSON.
 No design that reads the rows it lists can go below it.
 
-The index paths make their first answers, and are timed, in processes
-forked from this one before Nova's path first runs here: one process per
-path for the answers, then ``--processes`` per path for the timing, every
-timed request paired with a bare sample in the same process. This process
-never runs an index path itself. Nova's path is timed afterwards in this
-process (``--shared``: everything in this process, interleaved).
-listtime.py says why.
+Every cloud lives in a process of its own, forked from this one, all of
+them at once (clouds.py); each is built there and then asked for each step
+in turn, one cloud at a time. The index paths make their first answers,
+and are timed, in processes forked from the cloud's before Nova's path first
+runs there: one process per path for the answers, then ``--processes`` per
+path for the timing, every timed request paired with a bare sample in the
+same process. The clouds take turns, child by child, so that a path is
+timed at every number of cells within minutes. Nova's path is timed
+afterwards, in each cloud's process. listtime.py says why.
+
+``--shared``: one cloud after another in this process, every path timed in
+it, interleaved (the method of runs before 2026-11).
 """
 
-import collections
 import functools
 import gc
-import itertools
 import resource
 import sys
 import time
 
-from nova import context as nova_context
 from nova import utils
-from oslo_config import cfg
 
-from nova_ext.bench import data
-from nova_ext.bench import listtime
+from nova_ext.bench import clouds
+from nova_ext.bench import listcloud
+from nova_ext.bench import listquery
 from nova_ext.bench import plot
 from nova_ext.bench import report
 from nova_ext import compat
 from nova_ext.demo import cloud
-from nova_ext.entry_points import api as api_entry_point
-from nova_ext.index import sync
 from nova_ext.tests.functional import fixtures as ext_fixtures
-
-CONF = cfg.CONF
-
-STOCK, INDEX, FAST, CACHED = 'stock', 'index', 'fast', 'cached'
-PATHS = (STOCK, INDEX, FAST, CACHED)
-#: The index paths, each compared with STOCK.
-INDEXED = (INDEX, FAST, CACHED)
-#: Documents the render cache holds in the ``cached`` path.
-CACHE_SIZE = 100000
-LIMIT = 1000
-#: Untimed requests per query and path before the timed ones; the first is
-#: the one whose body is compared.
-WARMUP_REQUESTS = 2
-OPTIONS = {'nova_ext_instance_list': {'driver': 'index',
-                                      'fast_render': True}}
-
-#: The clones' owners. The first is the harness's project, the one the
-#: non-admin client is a member of; so that member sees a quarter of the
-#: servers, spread over every cell.
-OTHER_PROJECTS = ('0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b01',
-                  '0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b02',
-                  '0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b03')
-
-Query = collections.namedtuple('Query', 'name who url')
-
-
-def _queries():
-    queries = []
-    for endpoint, who, sort in itertools.product(
-            ('detail', 'index'), ('admin', 'project'), ('', 'display_name')):
-        path = '/servers/detail' if endpoint == 'detail' else '/servers'
-        params = ['limit=%d' % LIMIT]
-        if who == 'admin':
-            params.insert(0, 'all_tenants=1')
-        if sort:
-            params.append('sort_key=%s' % sort)
-        name = '%s %s%s' % (endpoint, who, ' by name' if sort else '')
-        queries.append(Query(name, who, '%s?%s' % (path, '&'.join(params))))
-    return tuple(queries)
-
-
-QUERIES = _queries()
-#: The query of the plot and of the targets.
-HEADLINE = 'detail admin'
-
-#: The project's targets for the list (see doc/source/admin/benchmarks.rst).
-FLATNESS_TARGET = 1.2
-SPEEDUP_TARGET, SPEEDUP_CELLS = 10.0, 8
-BARE_TARGET = 5.0
 
 
 def run(args):
@@ -134,34 +85,12 @@ def run(args):
         differently, else 0. Timings never fail the benchmark.
     """
     results = {'benchmark': 'list', 'environment': _environment(args),
-               'clouds': {}}
-    failed = False
-    for cells in args.cells:
-        out = results['clouds'][cells] = {}
-        print('\n== %d cells x %d servers: index and stock, same cloud =='
-              % (cells, args.per_cell))
-        started = time.monotonic()
-        errors = cloud.run(functools.partial(_measure, args, cells, out),
-                           cells=cells, seams=(ext_fixtures.API,),
-                           options=OPTIONS)
-        out['cloud_seconds'] = round(time.monotonic() - started, 1)
-        # The cloud is gone; collect it before the next one is built.
-        gc.collect()
-        out['peak_rss_mib'] = _peak_rss_mib()
-        out['rss_after_teardown_mib'] = _rss_mib()
-        print('%d cells: %.0f s in all, peak RSS so far %.0f MiB, RSS after '
-              'teardown %.0f MiB' % (cells, out['cloud_seconds'],
-                                     out['peak_rss_mib'],
-                                     out['rss_after_teardown_mib']))
-        if errors:
-            for _, error in errors:
-                print('\n!!! The %d-cell cloud failed:\n%s' % (cells, error))
-            out['error'] = '\n'.join(error for _, error in errors)
-            failed = True
-            # A bigger cloud would fail the same way, or run out of memory.
-            break
-    measured = [c for c in args.cells
-                if 'ms' in results['clouds'].get(c, {})]
+               'clouds': {cells: {} for cells in args.cells}}
+    if args.shared:
+        failed = _one_after_another(args, results['clouds'])
+    else:
+        failed = _side_by_side(args, results['clouds'])
+    measured = [c for c in args.cells if 'ms' in results['clouds'][c]]
     results['environment']['response_validation'] = next(
         (c['response_validation'] for c in results['clouds'].values()
          if 'response_validation' in c), None)
@@ -178,181 +107,126 @@ def run(args):
         legend = _plot(results['clouds'], measured, args.plot)
         results['plot'] = {'path': args.plot, 'legend': legend}
         print('\nplot: %s, median ms of %s against cells: %s' % (
-            args.plot, HEADLINE, ', '.join(
+            args.plot, listquery.HEADLINE, ', '.join(
                 '%s %s' % item for item in sorted(legend.items()))))
     report.write_json(results, args.output)
     print('results written to %s' % args.output)
     return 1 if failed or differences else 0
 
 
-def _measure(args, cells, out, the_cloud):
-    progress = the_cloud.progress
-    out['response_validation'] = CONF.api.response_validation
-    index = the_cloud.useFixture(ext_fixtures.IndexFixture(the_cloud))
-    apis = {'admin': the_cloud.admin_api, 'project': the_cloud.api}
-    for api in apis.values():
-        api.microversion = 'latest'
-    projects = (the_cloud.api.project_id,) + OTHER_PROJECTS
+def _build(args, cells, out, body, progress=None):
+    """Boot a cloud of ``cells`` cells and call ``body(listcloud.Cloud)``.
 
-    progress.step('creating %d servers (%d per cell) in the cell databases'
-                  % (args.per_cell * cells, args.per_cell))
-    out['data'] = data.populate(the_cloud, args.per_cell * cells,
-                                projects=projects)
-    progress.step('syncing the index from the cell databases')
-    started = time.monotonic()
-    ctx = nova_context.get_admin_context()
-    synced = collections.Counter()
-    for cell in sync.cells(ctx):
-        synced.update(sync.sync_cell(ctx, CONF, cell))
-    out['sync'] = dict(synced, seconds=round(time.monotonic() - started, 1))
-    progress.done('%d instances' % synced['written'])
-
-    selector = api_entry_point.selector()
-    if selector is None:
-        raise RuntimeError('the index driver is not attached to nova-api; '
-                           'nothing would be measured')
-
-    call = functools.partial(_path_call, apis, selector)
-    out['answers'] = {q.name: {'url': q.url} for q in QUERIES}
-    if args.shared:
-        progress.step('the index answers to %d queries, through %s'
-                      % (len(QUERIES), ', '.join(INDEXED)))
-        got = {(name, path): answer for path in INDEXED
-               for name, answer in listtime.answers(
-                   QUERIES, path, call).items()}
-    else:
-        progress.step('the index answers to %d queries, through %s, in a '
-                      'process of its own each'
-                      % (len(QUERIES), ', '.join(INDEXED)))
-        got = listtime.first_answers(QUERIES, INDEXED, call)
-    for (name, path), (_, served, ms) in got.items():
-        answer = out['answers'][name]
-        answer['%s_first_ms' % path] = round(ms, 1)
-        answer['served_' + path] = served
-    progress.done()
-
-    gc.collect()
-    out['live_objects'] = len(gc.get_objects())
-    # Untimed requests before the timed ones: the answers above were one.
-    warmup = WARMUP_REQUESTS - 1
-    if not args.shared:
-        # Before Nova's path has run in this process: see listtime.py.
-        progress.step('%d timed rounds of %d queries through %s, each '
-                      'paired with the bare reference, in %d processes '
-                      'each'
-                      % (args.repeat, len(QUERIES), ', '.join(INDEXED),
-                         args.processes))
-        (out['ms'], out['fallbacks'], out['gc_ms'], bare,
-         out['per_process_ms'], out['children']) = listtime.isolated(
-            QUERIES, INDEXED, call, index.engine, warmup, args.repeat,
-            args.processes, LIMIT)
-        out['bare_ms'], out['bare_rows'], out['bare_bytes'] = (
-            bare['ms'], bare['rows'], bare['bytes'])
-        out['bare_by_path_ms'] = bare['by_path']
-        out['bare_per_process_ms'] = bare['per_process']
-        progress.done()
-
-    progress.step("Nova's answers to the same queries, compared")
-    out['differences'] = {}
-    for query in QUERIES:
-        want = call(STOCK, query)[0]
-        answer = out['answers'][query.name]
-        answer.update(status=want.status_code, bytes=len(want.content),
-                      servers=len(want.json().get('servers', ()))
-                      if want.status_code == 200 else None)
-        for path in INDEXED:
-            response, served, _ = got.pop((query.name, path))
-            difference = _compare(response, served, want=want)
-            if difference:
-                out['differences']['%s (%s)' % (query.name, path)] = (
-                    difference)
-                print('\n!!! %d cells, %s (%s), %s: the index and Nova '
-                      'answered differently: %s' % (
-                          cells, query.name, query.url, path, difference))
-    progress.done()
-
-    if args.shared:
-        progress.step('%d timed rounds of %d queries, %s in turn, in this '
-                      'process' % (args.repeat, len(QUERIES),
-                                   ', '.join(PATHS)))
-        out['ms'], out['fallbacks'], out['gc_ms'] = listtime.shared(
-            QUERIES, PATHS, call, warmup, args.repeat)
-        out['bare_ms'], out['bare_rows'], out['bare_bytes'] = (
-            listtime.bare(index.engine, WARMUP_REQUESTS, args.repeat,
-                          LIMIT))
-    else:
-        progress.step('%d timed rounds of %d queries through %s, in this '
-                      'process' % (args.repeat, len(QUERIES), STOCK))
-        ms, _, gc_ms = listtime.shared(QUERIES, (STOCK,), call, warmup,
-                                       args.repeat)
-        for name in ms:
-            out['ms'][name].update(ms[name])
-            out['gc_ms'][name].update(gc_ms[name])
-    progress.done()
-    for name, count in sorted(out['fallbacks'].items()):
-        if count:
-            print('\n!!! %d cells, %s: %d timed index requests were '
-                  'handed back to Nova, so its index timings are partly '
-                  'stock timings (see the counters in the results)'
-                  % (cells, name, count))
-    # In isolated runs, the children's counters stayed in the children.
-    out['selector'] = selector.stats.snapshot()
-
-
-def _request(api, url):
-    return api.api_request(url.lstrip('/'), check_response_status=[])
-
-
-def _stock(fn):
-    """Call ``fn`` with Nova's own instance list in place of the index's."""
-    with api_entry_point.stock_instance_list():
-        return fn()
-
-
-def _path_call(apis, selector, path, query):
-    """``(response, served as asked)`` of ``query`` through ``path``.
-
-    Served as asked: by the index for INDEX, and rendered by nova_ext as
-    well for FAST and CACHED; always True for STOCK.
+    :param out: the cloud's results, filled in this process.
+    :returns: the errors (strings) of the cloud, empty on success.
     """
-    fn = functools.partial(_request, apis[query.who], query.url)
-    if path == STOCK:
-        return _stock(fn), True
-    counter = 'rendered' if path in (FAST, CACHED) else 'served'
-    before = selector.stats.snapshot()[counter]
-    CONF.set_override('fast_render', path in (FAST, CACHED),
-                      group='nova_ext_instance_list')
-    CONF.set_override('render_cache_size',
-                      CACHE_SIZE if path == CACHED else 0,
-                      group='nova_ext_instance_list')
-    try:
-        response = fn()
-    finally:
-        CONF.clear_override('fast_render', group='nova_ext_instance_list')
-        CONF.clear_override('render_cache_size',
-                            group='nova_ext_instance_list')
-    return response, selector.stats.snapshot()[counter] == before + 1
+    def measure(the_cloud):
+        body(listcloud.prepare(args, cells, out, the_cloud))
+
+    errors = cloud.run(measure, cells=cells, seams=(ext_fixtures.API,),
+                       options=listquery.OPTIONS, progress=progress)
+    return [error for _, error in errors]
 
 
-def _compare(got, served, want):
-    """What is wrong with the index answer, or None."""
-    if not served:
-        return 'not served by the index (handed to Nova), nothing compared'
-    if got.status_code != want.status_code:
-        return 'status %d from the index, %d from Nova: %s' % (
-            got.status_code, want.status_code, got.text[:300])
-    if want.status_code != 200:
-        return 'Nova answered %d: %s' % (want.status_code, want.text[:300])
-    if got.content == want.content:
-        return None
-    try:
-        return ext_fixtures.first_difference(want.json(), got.json())
-    except ValueError:
-        return 'bodies differ (not JSON)'
+def _side_by_side(args, outs):
+    """Every cloud alive at once, each in a process of its own.
+
+    Each cloud is built in its process, the clouds side by side; then
+    every step that is timed is taken by one cloud at a time, the clouds
+    in turn (clouds.turns), so that the clouds share the minutes they are
+    timed in and the machine's drift falls on them alike.
+
+    :returns: True if a cloud failed.
+    """
+    print('\n== %s cells x %d servers: one cloud each, built side by side, '
+          'timed in turns ==' % (','.join(map(str, args.cells)),
+                                 args.per_cell))
+    started = {}
+    procs = {}
+    for cells in args.cells:
+        started[cells] = time.monotonic()
+        procs[cells] = clouds.CloudProcess(
+            '%d cells' % cells, functools.partial(
+                _serve, args, cells, clouds.LinePrefixed(
+                    '[%d cells] ' % cells)))
+    live = [cells for cells in args.cells if procs[cells].ready()]
+    failed = len(live) < len(args.cells)
+    steps = ([(cells, ('answers',)) for cells in live] +
+             [(cells, ('time', path)) for cells, path in clouds.turns(
+                 live, listquery.INDEXED, args.processes)] +
+             [(cells, ('stock',)) for cells in live] +
+             [(cells, ('results',)) for cells in live])
+    for n, (cells, step) in enumerate(steps, 1):
+        if cells not in live:
+            continue
+        begun = time.monotonic()
+        try:
+            reply = procs[cells].ask(*step)
+        except clouds.CloudFailed:
+            # Kept in the process's errors, reported below.
+            live.remove(cells)
+            failed = True
+            continue
+        print('[%d/%d] %d cells, %s: %.0f s' % (
+            n, len(steps), cells, ' '.join(step),
+            time.monotonic() - begun))
+        if step[0] == 'results':
+            outs[cells].update(reply)
+    for cells in args.cells:
+        errors = procs[cells].stop()
+        out = outs[cells]
+        out['cloud_seconds'] = round(time.monotonic() - started[cells], 1)
+        out.update(procs[cells].info)
+        failed = _failed(cells, out, errors) or failed
+    return failed
+
+
+def _failed(cells, out, errors):
+    """Report a cloud's errors, if any; its timings are not used."""
+    for error in errors:
+        print('\n!!! The %d-cell cloud failed:\n%s' % (cells, error))
+    if errors:
+        out['error'] = '\n'.join(errors)
+        out.pop('ms', None)
+    return bool(errors)
+
+
+def _serve(args, cells, stream, serve):
+    """In a cloud's own process: build it, then do what is asked."""
+    def body(measured):
+        serve(listcloud.handlers(measured))
+
+    return _build(args, cells, {}, body, cloud.Progress(stream))
+
+
+def _one_after_another(args, outs):
+    """Each cloud in turn in this process, every path timed in it."""
+    failed = False
+    for cells in args.cells:
+        out = outs[cells]
+        print('\n== %d cells x %d servers: index and stock, same cloud =='
+              % (cells, args.per_cell))
+        started = time.monotonic()
+        errors = _build(args, cells, out, listcloud.shared)
+        out['cloud_seconds'] = round(time.monotonic() - started, 1)
+        # The cloud is gone; collect it before the next one is built.
+        gc.collect()
+        out['peak_rss_mib'] = _peak_rss_mib()
+        print('%d cells: %.0f s in all, peak RSS so far %.0f MiB'
+              % (cells, out['cloud_seconds'], out['peak_rss_mib']))
+        if _failed(cells, out, errors):
+            failed = True
+            # A bigger cloud would fail the same way, or run out of memory.
+            break
+    return failed
 
 
 def _median(clouds, cells, name, path):
     return clouds[cells]['ms'][name][path]['median']
+
+
+def _headline(clouds, cells, path):
+    return _median(clouds, cells, listquery.HEADLINE, path)
 
 
 def _table(clouds, measured):
@@ -360,7 +234,7 @@ def _table(clouds, measured):
     if not measured:
         return rows
     low = measured[0]
-    for query in QUERIES:
+    for query in listquery.QUERIES:
         for cells in measured:
             c = clouds[cells]
             ms = c['ms'][query.name]
@@ -368,8 +242,8 @@ def _table(clouds, measured):
                    'servers': c['answers'][query.name]['servers'],
                    'identical': not any(
                        '%s (%s)' % (query.name, path) in c['differences']
-                       for path in INDEXED)}
-            for path in PATHS:
+                       for path in listquery.INDEXED)}
+            for path in listquery.PATHS:
                 row[path + '_median'] = ms[path]['median']
                 row[path + '_p90'] = ms[path]['p90']
                 row[path + '_over_fewest_cells'] = (
@@ -377,9 +251,9 @@ def _table(clouds, measured):
                     _median(clouds, low, query.name, path))
             row['cached_cold'] = c['answers'][query.name].get(
                 'cached_first_ms')
-            for path in INDEXED:
+            for path in listquery.INDEXED:
                 row['stock_over_' + path] = (
-                    ms[STOCK]['median'] / ms[path]['median'])
+                    ms[listquery.STOCK]['median'] / ms[path]['median'])
                 row[path + '_over_bare'] = (
                     ms[path]['median'] / _bare(c, path))
                 row[path + '_fallbacks'] = c['fallbacks'][
@@ -398,30 +272,35 @@ def _targets(clouds, measured):
         return []
     low, high = measured[0], measured[-1]
     targets = []
-    for path in (CACHED, FAST, INDEX):
-        flat = (_median(clouds, high, HEADLINE, path) /
-                _median(clouds, low, HEADLINE, path))
+    for path in (listquery.CACHED, listquery.FAST, listquery.INDEX):
+        flat = (_headline(clouds, high, path) /
+                _headline(clouds, low, path))
         targets.append({
             'target': '%s@%d within %.1fx of %s@%d (%s)' % (
-                path, high, FLATNESS_TARGET, path, low, HEADLINE),
-            'measured': flat, 'met': flat <= FLATNESS_TARGET,
+                path, high, listquery.FLATNESS_TARGET, path, low,
+                listquery.HEADLINE),
+            'measured': flat, 'met': flat <= listquery.FLATNESS_TARGET,
             'complete': (low, high) == (2, 32)})
-        if SPEEDUP_CELLS in measured:
-            speedup = (_median(clouds, SPEEDUP_CELLS, HEADLINE, STOCK) /
-                       _median(clouds, SPEEDUP_CELLS, HEADLINE, path))
+        if listquery.SPEEDUP_CELLS in measured:
+            speedup = (
+                _headline(clouds, listquery.SPEEDUP_CELLS, listquery.STOCK) /
+                _headline(clouds, listquery.SPEEDUP_CELLS, path))
             targets.append({
                 'target': '%s at least %.0fx faster than stock at %d cells '
-                          '(%s), stock/%s' % (path, SPEEDUP_TARGET,
-                                              SPEEDUP_CELLS, HEADLINE, path),
-                'measured': speedup, 'met': speedup >= SPEEDUP_TARGET,
+                          '(%s), stock/%s' % (
+                              path, listquery.SPEEDUP_TARGET,
+                              listquery.SPEEDUP_CELLS, listquery.HEADLINE,
+                              path),
+                'measured': speedup,
+                'met': speedup >= listquery.SPEEDUP_TARGET,
                 'complete': True})
-        worst = max(_median(clouds, c, HEADLINE, path) /
+        worst = max(_headline(clouds, c, path) /
                     _bare(clouds[c], path) for c in measured)
         targets.append({
             'target': '%s within %.0fx of bare (%s, bare timed in the same '
                       'processes), worst over cells' % (
-                          path, BARE_TARGET, HEADLINE),
-            'measured': worst, 'met': worst <= BARE_TARGET,
+                          path, listquery.BARE_TARGET, listquery.HEADLINE),
+            'measured': worst, 'met': worst <= listquery.BARE_TARGET,
             'complete': True})
     return targets
 
@@ -442,34 +321,35 @@ def _notes(clouds, measured):
     for cells in measured:
         c = clouds[cells]
         noise = max(ms[path]['p90'] / ms[path]['min']
-                    for ms in c['ms'].values() for path in PATHS)
+                    for ms in c['ms'].values() for path in listquery.PATHS)
         notes.append(
             '%d cells: p90 is up to %.0f%% over the fastest sample of the '
             'same query and path; ratios closer to 1 than that show no '
             'measurable difference.' % (cells, (noise - 1) * 100))
         if 'gc_ms' in c:
             # What is left is each request's own garbage (see listtime).
-            gc_ms = c['gc_ms'][HEADLINE]
+            gc_ms = c['gc_ms'][listquery.HEADLINE]
             notes.append(
                 '%d cells, %s: median (max) ms in the garbage collector '
                 'inside each request: %s; %d live objects in the process.'
-                % (cells, HEADLINE, ', '.join(
+                % (cells, listquery.HEADLINE, ', '.join(
                     '%s %.1f (%.0f)' % (path, gc_ms[path]['median'],
                                         gc_ms[path]['max'])
-                    for path in PATHS), c['live_objects']))
+                    for path in listquery.PATHS), c['live_objects']))
         per_process = c.get('per_process_ms')
         if per_process:
             bare = c['bare_per_process_ms']
             notes.append(
                 '%d cells, %s: median ms in each process of its own, with '
                 'the bare reference timed in the same process: %s.' % (
-                    cells, HEADLINE, '; '.join(
+                    cells, listquery.HEADLINE, '; '.join(
                         '%s %s' % (path, ', '.join(
                             '%.0f (bare %.1f, %.1fx)' % (ms, floor,
                                                          ms / floor)
                             for ms, floor in zip(
-                                per_process[path][HEADLINE], bare[path])))
-                        for path in INDEXED)))
+                                per_process[path][listquery.HEADLINE],
+                                bare[path])))
+                        for path in listquery.INDEXED)))
             children = c['children']
             notes.append(
                 '%d cells: the benchmark process used %.0f s of CPU (its '
@@ -484,31 +364,34 @@ def _notes(clouds, measured):
             'against cached@%d / cached@%d = %.2f for %s.' % (
                 high, low, clouds[high]['bare_ms']['median'] /
                 clouds[low]['bare_ms']['median'], high, low,
-                _median(clouds, high, HEADLINE, CACHED) /
-                _median(clouds, low, HEADLINE, CACHED), HEADLINE))
+                _headline(clouds, high, listquery.CACHED) /
+                _headline(clouds, low, listquery.CACHED),
+                listquery.HEADLINE))
         if all('per_process_ms' in clouds[c] for c in (low, high)):
             # How far the ratio moves from one process to another is the
             # measure of how exactly the pooled ratio is known.
-            ratios = [h / lo for h in clouds[high]['per_process_ms'][
-                CACHED][HEADLINE] for lo in clouds[low]['per_process_ms'][
-                    CACHED][HEADLINE]]
+            ratios = [h / lo
+                      for h in clouds[high]['per_process_ms'][
+                          listquery.CACHED][listquery.HEADLINE]
+                      for lo in clouds[low]['per_process_ms'][
+                          listquery.CACHED][listquery.HEADLINE]]
             notes.append(
                 'cached@%d / cached@%d for %s over every pair of their '
                 'processes: %.2f to %.2f.'
-                % (high, low, HEADLINE, min(ratios), max(ratios)))
+                % (high, low, listquery.HEADLINE, min(ratios), max(ratios)))
         if all('bare_by_path_ms' in clouds[c] for c in (low, high)):
             # The bare samples share each child's minutes, so this ratio
             # is free of the machine's swings (not of what slows the path
             # alone in one child); it also takes out the floor's own
             # growth, so it is no substitute for the flatness target,
             # only a check on it.
-            over = [_median(clouds, c, HEADLINE, CACHED) /
-                    _bare(clouds[c], CACHED) for c in (low, high)]
+            over = [_headline(clouds, c, listquery.CACHED) /
+                    _bare(clouds[c], listquery.CACHED) for c in (low, high)]
             notes.append(
                 'cached/bare for %s, bare from the same processes: %.2f at '
                 '%d cells, %.2f at %d; their ratio, flatness net of the '
                 'floor and of the machine\'s swings: %.2f.'
-                % (HEADLINE, over[0], low, over[1], high,
+                % (listquery.HEADLINE, over[0], low, over[1], high,
                    over[1] / over[0]))
     return notes
 
@@ -525,7 +408,8 @@ def _show(results, measured, differences):
                 'isolation'):
         print('%s: %s' % (key.replace('_', ' '), env[key]))
     print('median (p90) in ms of GET through nova-api, limit=%d; bare: %d '
-          'index rows fetched and dumped as JSON' % (LIMIT, LIMIT))
+          'index rows fetched and dumped as JSON' % (listquery.LIMIT,
+                                                     listquery.LIMIT))
     low = measured[0] if measured else '-'
     headers = ('query', 'cells', 'servers', 'stock', 'index', 'fast',
                'cached', 'cold', 'stock/index', 'stock/fast',
@@ -555,7 +439,7 @@ def _show(results, measured, differences):
               'KiB of JSON; the detail admin body is %d KiB' % (
                   cells, c['bare_ms']['median'], c['bare_ms']['p90'],
                   c['bare_rows'], c['bare_bytes'] // 1024,
-                  c['answers'][HEADLINE]['bytes'] // 1024))
+                  c['answers'][listquery.HEADLINE]['bytes'] // 1024))
     print()
     for t in results['targets']:
         print('target: %s: %.2f, %s%s' % (
@@ -574,7 +458,7 @@ def _show(results, measured, differences):
     for note in results['notes']:
         print('* %s' % note)
     if differences:
-        print('\n!!! THE INDEX AND NOVA ANSWERED DIFFERENTLY:')
+        print('\n!!! THE listquery.INDEX AND NOVA ANSWERED DIFFERENTLY:')
         for cells, name, diff in differences:
             print('!!!   %d cells, %s: %s' % (cells, name, diff))
     else:
@@ -588,8 +472,8 @@ def _plot(clouds, measured, path):
 
     :returns: ``{series: colour}``, the legend of the chart written.
     """
-    series = {name: [(c, _median(clouds, c, HEADLINE, name))
-                     for c in measured] for name in PATHS}
+    series = {name: [(c, _headline(clouds, c, name))
+                     for c in measured] for name in listquery.PATHS}
     series['bare'] = [(c, clouds[c]['bare_ms']['median']) for c in measured]
     return plot.chart(series, path)
 
@@ -599,34 +483,25 @@ def _peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _rss_mib():
-    try:
-        with open('/proc/self/status') as f:
-            for line in f:
-                if line.startswith('VmRSS:'):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
 def _environment(args):
     return {
         'cells': args.cells,
         'per_cell': args.per_cell,
-        'projects': 1 + len(OTHER_PROJECTS),
+        'projects': 1 + len(listquery.OTHER_PROJECTS),
         'computes_per_cell': 1,
         'repeat': args.repeat,
-        'warmup_requests': WARMUP_REQUESTS,
+        'warmup_requests': listquery.WARMUP_REQUESTS,
         'isolation': ('shared: every path in the benchmark process'
                       if args.shared else
-                      'forked: each index path in %d processes of its '
-                      'own, paired request by request with the bare '
-                      'reference; stock in the benchmark process'
-                      % args.processes),
-        'limit': LIMIT,
+                      'side by side: every cloud in a process of its '
+                      'own, all alive at once; each index path in %d '
+                      'processes forked from each cloud\'s, paired '
+                      'request by request with the bare reference, the '
+                      'clouds taking turns child by child; stock in each '
+                      'cloud\'s process' % args.processes),
+        'limit': listquery.LIMIT,
         'microversion': 'latest',
-        'queries': {q.name: q.url for q in QUERIES},
+        'queries': {q.name: q.url for q in listquery.QUERIES},
         # Set by the harness, read in the first cloud.
         'response_validation': None,
         'nova': str(compat.nova_version()),

@@ -139,14 +139,33 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
         * ``per_process``: ``{path: {query: [median ms in each child]}}``;
         * ``usage``: as from :func:`isolate.call`, for all the children.
     """
+    jobs, timeout = child_jobs(queries, paths, call, engine, warmup,
+                               repeat, limit)
+    usage = collections.Counter()
+    runs = isolate.in_processes(jobs, processes, timeout, usage,
+                                CHILD_STALL)
+    return pooled(queries, paths, runs) + (dict(usage),)
+
+
+def child_jobs(queries, paths, call, engine, warmup, repeat, limit):
+    """The job of each path's timed children, as :func:`isolated` forks.
+
+    :returns: ``({path: job}, seconds a child may take)``; a job's
+        results, gathered per path, are what :func:`pooled` takes.
+    """
     warmup += 1
     jobs = {path: functools.partial(_one_path, queries, path, call, engine,
                                     warmup, repeat, limit)
             for path in paths}
-    timeout = CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
-    usage = collections.Counter()
-    runs = isolate.in_processes(jobs, processes, timeout, usage,
-                                CHILD_STALL)
+    return jobs, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
+
+
+def pooled(queries, paths, runs):
+    """The samples of every child, ``{path: [job result]}``, pooled.
+
+    :returns: ``(ms, fallbacks, gc_ms, bare, per_process)`` as from
+        :func:`isolated`.
+    """
     samples = {q.name: {p: [] for p in paths} for q in queries}
     in_gc = {q.name: {p: [] for p in paths} for q in queries}
     fallbacks = {'%s (%s)' % (q.name, p): 0 for q in queries for p in paths}
@@ -175,7 +194,7 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
                     for p in paths},
         'per_process': bare_per_process}
     return (summaries(samples), fallbacks, summaries(in_gc), bare_result,
-            per_process, dict(usage))
+            per_process)
 
 
 def first_answers(queries, paths, call):

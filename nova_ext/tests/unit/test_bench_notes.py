@@ -21,7 +21,9 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from nova_ext.bench import isolate
+from nova_ext.bench import listcloud
 from nova_ext.bench import listing
+from nova_ext.bench import listquery
 from nova_ext.bench import listtime
 from nova_ext.bench import measure
 from nova_ext.index import source
@@ -30,8 +32,8 @@ from nova_ext.tests.unit import base
 
 def _cloud(bare, cached):
     ms = {q.name: {p: {'median': 100.0, 'min': 50.0, 'p90': 150.0}
-                   for p in listing.PATHS} for q in listing.QUERIES}
-    ms[listing.HEADLINE][listing.CACHED]['median'] = cached
+                   for p in listquery.PATHS} for q in listquery.QUERIES}
+    ms[listquery.HEADLINE][listquery.CACHED]['median'] = cached
     return {'ms': ms, 'bare_ms': {'median': bare}}
 
 
@@ -50,9 +52,9 @@ class TestNotes(base.TestCase):
     def test_time_in_the_collector_per_path(self):
         cloud = _cloud(40.0, 100.0)
         cloud['gc_ms'] = {q.name: {p: {'median': 1.0, 'max': 2.0}
-                                   for p in listing.PATHS}
-                          for q in listing.QUERIES}
-        cloud['gc_ms'][listing.HEADLINE][listing.STOCK] = {
+                                   for p in listquery.PATHS}
+                          for q in listquery.QUERIES}
+        cloud['gc_ms'][listquery.HEADLINE][listquery.STOCK] = {
             'median': 700.0, 'max': 1500.0}
         cloud['live_objects'] = 1921000
         notes = listing._notes({2: cloud}, [2])
@@ -66,13 +68,13 @@ class TestNotes(base.TestCase):
         clouds = {2: _cloud(40.0, 100.0), 32: _cloud(60.0, 120.0)}
         for cells, cached in ((2, [100.0, 125.0]), (32, [110.0, 150.0])):
             clouds[cells]['per_process_ms'] = {
-                path: {listing.HEADLINE: [90.0, 95.0]}
-                for path in listing.INDEXED}
-            clouds[cells]['per_process_ms'][listing.CACHED][
-                listing.HEADLINE] = cached
+                path: {listquery.HEADLINE: [90.0, 95.0]}
+                for path in listquery.INDEXED}
+            clouds[cells]['per_process_ms'][listquery.CACHED][
+                listquery.HEADLINE] = cached
             clouds[cells]['bare_per_process_ms'] = {
-                path: [45.0, 50.0] for path in listing.INDEXED}
-            clouds[cells]['bare_per_process_ms'][listing.CACHED] = [
+                path: [45.0, 50.0] for path in listquery.INDEXED}
+            clouds[cells]['bare_per_process_ms'][listquery.CACHED] = [
                 40.0, 50.0]
             clouds[cells]['children'] = {'wall': 800.4, 'parent_cpu': 47.6}
         notes = listing._notes(clouds, [2, 32])
@@ -95,8 +97,8 @@ class TestNotes(base.TestCase):
         clouds = {2: _cloud(40.0, 100.0), 32: _cloud(60.0, 150.0)}
         for cells, floor in ((2, 40.0), (32, 50.0)):
             clouds[cells]['bare_by_path_ms'] = {
-                path: {'median': 1000.0} for path in listing.INDEXED}
-            clouds[cells]['bare_by_path_ms'][listing.CACHED] = {
+                path: {'median': 1000.0} for path in listquery.INDEXED}
+            clouds[cells]['bare_by_path_ms'][listquery.CACHED] = {
                 'median': floor}
         notes = listing._notes(clouds, [2, 32])
         # 150/50 over 100/40; the pooled bare (60 and 40) is not used.
@@ -104,13 +106,13 @@ class TestNotes(base.TestCase):
             'cached/bare for detail admin, bare from the same processes: '
             '2.50 at 2 cells, 3.00 at 32; their ratio, flatness net of the '
             'floor and of the machine\'s swings: 1.20.', notes[-1])
-        self.assertEqual(50.0, listing._bare(clouds[32], listing.CACHED))
+        self.assertEqual(50.0, listing._bare(clouds[32], listquery.CACHED))
         target = [t for t in listing._targets(clouds, [2, 32])
                   if t['target'].startswith('cached within')][0]
         self.assertEqual(3.0, target['measured'])
         # Without per-path samples (a shared run), the one bare reference.
         del clouds[32]['bare_by_path_ms']
-        self.assertEqual(60.0, listing._bare(clouds[32], listing.CACHED))
+        self.assertEqual(60.0, listing._bare(clouds[32], listquery.CACHED))
 
 
 class _Cycle(object):
@@ -171,7 +173,7 @@ class _Api(object):
 
 
 def _call(api, selector):
-    return functools.partial(listing._path_call,
+    return functools.partial(listcloud.path_call,
                              {'admin': api, 'project': api}, selector)
 
 
@@ -181,18 +183,18 @@ class TestTimeCollectsBetweenRequests(base.TestCase):
         selector = _Selector()
         api = _Api(selector)
         ms, fallbacks, gc_ms = listtime.shared(
-            listing.QUERIES, listing.PATHS, _call(api, selector),
+            listquery.QUERIES, listquery.PATHS, _call(api, selector),
             warmup=1, repeat=1)
-        requests = len(listing.QUERIES) * len(listing.PATHS) * 2
+        requests = len(listquery.QUERIES) * len(listquery.PATHS) * 2
         self.assertEqual(requests, len(api.full_collections))
         # A full collection ran before every request, outside its timing.
         steps = [b - a for a, b in zip(api.full_collections,
                                        api.full_collections[1:])]
         self.assertTrue(all(step >= 1 for step in steps), steps)
-        self.assertEqual(set(listing.PATHS),
-                         set(ms[listing.HEADLINE]))
+        self.assertEqual(set(listquery.PATHS),
+                         set(ms[listquery.HEADLINE]))
         self.assertEqual(0, sum(fallbacks.values()))
-        self.assertEqual(set(gc_ms[listing.HEADLINE]), set(listing.PATHS))
+        self.assertEqual(set(gc_ms[listquery.HEADLINE]), set(listquery.PATHS))
 
 
 class TestRoundOrder(base.TestCase):
@@ -206,19 +208,19 @@ class TestRoundOrder(base.TestCase):
             def call(path, query):
                 calls.append((path, query.name))
                 return _Response(), True
-            listtime.rounds(listing.QUERIES, ('a', 'b'), call, warmup=1,
+            listtime.rounds(listquery.QUERIES, ('a', 'b'), call, warmup=1,
                             repeat=rounds - 1)
             return calls
 
         first_run = made()
-        per_round = 2 * len(listing.QUERIES)
+        per_round = 2 * len(listquery.QUERIES)
         orders = []
         for n in range(rounds):
             made_now = first_run[n * per_round:(n + 1) * per_round]
             # Every query through both paths, each path after the other
             # in turn, once per round.
             self.assertEqual(
-                sorted((p, q.name) for q in listing.QUERIES
+                sorted((p, q.name) for q in listquery.QUERIES
                        for p in 'ab'), sorted(made_now))
             first = 'b' if n % 2 == 0 else 'a'
             self.assertEqual({first}, {p for p, _ in made_now[::2]})
@@ -227,7 +229,7 @@ class TestRoundOrder(base.TestCase):
         # place in every round, where a periodic check could meet it
         # every time, or never.
         self.assertGreater(
-            len({order.index(listing.HEADLINE) for order in orders}), 1)
+            len({order.index(listquery.HEADLINE) for order in orders}), 1)
         # The same orders in every run, to compare runs.
         self.assertEqual(first_run, made())
 
@@ -251,11 +253,11 @@ class TestIsolated(base.TestCase):
         self.selector = _Selector()
 
     #: Two queries are enough, and each request costs a full collection.
-    QUERIES = listing.QUERIES[:2]
+    QUERIES = listquery.QUERIES[:2]
 
     def _isolated(self, api, processes=2, repeat=2):
         return listtime.isolated(
-            self.QUERIES, listing.INDEXED, _call(api, self.selector),
+            self.QUERIES, listquery.INDEXED, _call(api, self.selector),
             self.engine, warmup=1, repeat=repeat, processes=processes,
             limit=1000)
 
@@ -268,8 +270,8 @@ class TestIsolated(base.TestCase):
                          self.selector.stats.snapshot())
         self.assertEqual({q.name for q in self.QUERIES}, set(ms))
         for query in self.QUERIES:
-            self.assertEqual(set(listing.INDEXED), set(ms[query.name]))
-            for path in listing.INDEXED:
+            self.assertEqual(set(listquery.INDEXED), set(ms[query.name]))
+            for path in listquery.INDEXED:
                 # Two processes of two timed rounds each, pooled.
                 self.assertEqual(4, ms[query.name][path]['n'])
                 self.assertEqual(4, gc_ms[query.name][path]['n'])
@@ -277,8 +279,8 @@ class TestIsolated(base.TestCase):
         self.assertEqual(0, sum(fallbacks.values()))
         # One bare sample beside each timed request, in the same child:
         # 2 queries x 2 rounds x 2 children per path.
-        self.assertEqual(8 * len(listing.INDEXED), bare['ms']['n'])
-        for path in listing.INDEXED:
+        self.assertEqual(8 * len(listquery.INDEXED), bare['ms']['n'])
+        for path in listquery.INDEXED:
             self.assertEqual(8, bare['by_path'][path]['n'])
             self.assertEqual(2, len(bare['per_process'][path]))
         self.assertEqual(3, bare['rows'])
@@ -328,11 +330,11 @@ class TestIsolated(base.TestCase):
         # warm-ups, as a child has one more, and one timed); none of INDEX.
         for query in self.QUERIES:
             self.assertEqual(9, fallbacks['%s (%s)' % (
-                query.name, listing.FAST)])
+                query.name, listquery.FAST)])
             self.assertEqual(9, fallbacks['%s (%s)' % (
-                query.name, listing.CACHED)])
+                query.name, listquery.CACHED)])
             self.assertEqual(0, fallbacks['%s (%s)' % (
-                query.name, listing.INDEX)])
+                query.name, listquery.INDEX)])
 
     def test_first_answers_come_back_byte_for_byte_from_a_child_each(self):
         body = '{"name": "caf\u00e9 \u2603"}'.encode('utf-8') + b'\xff'
@@ -342,15 +344,15 @@ class TestIsolated(base.TestCase):
             calls.append(path)
             response = _Response()
             response.content = body + path.encode('ascii')
-            return response, path != listing.FAST
+            return response, path != listquery.FAST
 
-        got = listtime.first_answers(self.QUERIES, listing.INDEXED, call)
+        got = listtime.first_answers(self.QUERIES, listquery.INDEXED, call)
         # Made in the children only.
         self.assertEqual([], calls)
         self.assertEqual({(q.name, p) for q in self.QUERIES
-                          for p in listing.INDEXED}, set(got))
+                          for p in listquery.INDEXED}, set(got))
         for (name, path), (response, served, ms) in got.items():
             self.assertEqual(200, response.status_code)
             self.assertEqual(body + path.encode('ascii'), response.content)
-            self.assertEqual(path != listing.FAST, served)
+            self.assertEqual(path != listquery.FAST, served)
             self.assertGreaterEqual(ms, 0.0)

@@ -16,7 +16,7 @@ import struct
 
 import fixtures
 
-from nova_ext.bench import listing
+from nova_ext.bench import listquery
 from nova_ext.bench import plot
 from nova_ext.tests.unit import base
 
@@ -30,7 +30,7 @@ class TestChart(base.TestCase):
 
     def test_list_series_each_get_their_own_colour(self):
         # The list benchmark draws every path and the bare reference.
-        names = listing.PATHS + ('bare',)
+        names = listquery.PATHS + ('bare',)
         series = {name: [(2, 10.0 * n), (32, 20.0 * n)]
                   for n, name in enumerate(names, 1)}
         legend = plot.chart(series, self.path)

@@ -1,0 +1,260 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What ``nova-ext-bench list`` does in one cloud.
+
+:func:`prepare` fills the cloud and syncs the index; then either
+:func:`shared` makes and times everything in the cloud's process, or the
+benchmark asks for each step in turn through :func:`handlers` (see
+clouds.py): the index answers, one timed child of one path at a time,
+then Nova's answers and timings, then the results.
+"""
+
+import collections
+import functools
+import gc
+import time
+
+from nova import context as nova_context
+from oslo_config import cfg
+
+from nova_ext.bench import data
+from nova_ext.bench import isolate
+from nova_ext.bench import listquery
+from nova_ext.bench import listtime
+from nova_ext.entry_points import api as api_entry_point
+from nova_ext.index import sync
+from nova_ext.tests.functional import fixtures as ext_fixtures
+
+CONF = cfg.CONF
+
+
+class Cloud(object):
+    """One benchmark cloud, filled and synced, and what it measured."""
+
+    def __init__(self, args, cells, out, index, call):
+        self.args = args
+        self.cells = cells
+        self.out = out
+        self.index = index
+        self.call = call
+        #: The index paths' first answers, ``{(query name, path): (answer,
+        #: served, ms)}``.
+        self.got = {}
+        #: The timed children's results, ``{path: [result]}``.
+        self.runs = {path: [] for path in listquery.INDEXED}
+        self.usage = collections.Counter()
+
+
+def prepare(args, cells, out, the_cloud):
+    """Fill ``the_cloud`` with servers and sync the index from its cells.
+
+    :returns: a :class:`Cloud`.
+    """
+    progress = the_cloud.progress
+    out['response_validation'] = CONF.api.response_validation
+    index = the_cloud.useFixture(ext_fixtures.IndexFixture(the_cloud))
+    apis = {'admin': the_cloud.admin_api, 'project': the_cloud.api}
+    for api in apis.values():
+        api.microversion = 'latest'
+    projects = (the_cloud.api.project_id,) + listquery.OTHER_PROJECTS
+
+    progress.step('creating %d servers (%d per cell) in the cell databases'
+                  % (args.per_cell * cells, args.per_cell))
+    out['data'] = data.populate(the_cloud, args.per_cell * cells,
+                                projects=projects)
+    progress.step('syncing the index from the cell databases')
+    started = time.monotonic()
+    ctx = nova_context.get_admin_context()
+    synced = collections.Counter()
+    for cell in sync.cells(ctx):
+        synced.update(sync.sync_cell(ctx, CONF, cell))
+    out['sync'] = dict(synced, seconds=round(time.monotonic() - started, 1))
+    progress.done('%d instances' % synced['written'])
+
+    selector = api_entry_point.selector()
+    if selector is None:
+        raise RuntimeError('the index driver is not attached to nova-api; '
+                           'nothing would be measured')
+    out['answers'] = {q.name: {'url': q.url} for q in listquery.QUERIES}
+    return Cloud(args, cells, out, index,
+                 functools.partial(path_call, apis, selector))
+
+
+def handlers(cloud):
+    """The steps the benchmark asks a cloud process for, by name."""
+    return {
+        'answers': functools.partial(_first_answers, cloud),
+        'time': functools.partial(_time_one_child, cloud),
+        'stock': functools.partial(_stock_and_compare, cloud),
+        'results': functools.partial(_results, cloud),
+    }
+
+
+def shared(cloud):
+    """Every step in this process: the method of runs before 2026-11."""
+    args, out, call = cloud.args, cloud.out, cloud.call
+    for path in listquery.INDEXED:
+        for name, answer in listtime.answers(listquery.QUERIES, path,
+                                             call).items():
+            cloud.got[(name, path)] = answer
+    _record_answers(cloud)
+    _compare_all(cloud)
+    out['ms'], out['fallbacks'], out['gc_ms'] = listtime.shared(
+        listquery.QUERIES, listquery.PATHS, call,
+        listquery.WARMUP_REQUESTS - 1, args.repeat)
+    out['bare_ms'], out['bare_rows'], out['bare_bytes'] = listtime.bare(
+        cloud.index.engine, listquery.WARMUP_REQUESTS, args.repeat,
+        listquery.LIMIT)
+    _fallbacks(cloud)
+    return out
+
+
+def _first_answers(cloud):
+    cloud.got = listtime.first_answers(listquery.QUERIES, listquery.INDEXED,
+                                       cloud.call)
+    _record_answers(cloud)
+
+
+def _record_answers(cloud):
+    for (name, path), (_, served, ms) in cloud.got.items():
+        answer = cloud.out['answers'][name]
+        answer['%s_first_ms' % path] = round(ms, 1)
+        answer['served_' + path] = served
+    gc.collect()
+    cloud.out['live_objects'] = len(gc.get_objects())
+
+
+def _time_one_child(cloud, path):
+    """One timed child of ``path``; returns its wall-clock seconds."""
+    # Untimed requests before the timed ones: the first answers were one.
+    jobs, timeout = listtime.child_jobs(
+        listquery.QUERIES, (path,), cloud.call, cloud.index.engine,
+        listquery.WARMUP_REQUESTS - 1, cloud.args.repeat, listquery.LIMIT)
+    started = cloud.usage['wall']
+    cloud.runs[path].append(isolate.call_again_if_stalled(
+        '%d cells, %s' % (cloud.cells, path), jobs[path], timeout,
+        cloud.usage, listtime.CHILD_STALL))
+    return cloud.usage['wall'] - started
+
+
+def _stock_and_compare(cloud):
+    """Nova's answers, compared, then Nova's path timed in this process.
+
+    Asked for after every index child was forked: see listtime.py.
+    """
+    _compare_all(cloud)
+    ms, _, gc_ms = listtime.shared(
+        listquery.QUERIES, (listquery.STOCK,), cloud.call,
+        listquery.WARMUP_REQUESTS - 1, cloud.args.repeat)
+    cloud.out['stock_ms'], cloud.out['stock_gc_ms'] = ms, gc_ms
+
+
+def _results(cloud):
+    out = cloud.out
+    (out['ms'], out['fallbacks'], out['gc_ms'], bare, out['per_process_ms']
+     ) = listtime.pooled(listquery.QUERIES, listquery.INDEXED, cloud.runs)
+    out['children'] = dict(cloud.usage)
+    out['bare_ms'], out['bare_rows'], out['bare_bytes'] = (
+        bare['ms'], bare['rows'], bare['bytes'])
+    out['bare_by_path_ms'] = bare['by_path']
+    out['bare_per_process_ms'] = bare['per_process']
+    for name in out['ms']:
+        out['ms'][name].update(out['stock_ms'][name])
+        out['gc_ms'][name].update(out['stock_gc_ms'][name])
+    del out['stock_ms'], out['stock_gc_ms']
+    _fallbacks(cloud)
+    return out
+
+
+def _compare_all(cloud):
+    out = cloud.out
+    out['differences'] = {}
+    for query in listquery.QUERIES:
+        want = cloud.call(listquery.STOCK, query)[0]
+        answer = out['answers'][query.name]
+        answer.update(status=want.status_code, bytes=len(want.content),
+                      servers=len(want.json().get('servers', ()))
+                      if want.status_code == 200 else None)
+        for path in listquery.INDEXED:
+            response, served, _ = cloud.got.pop((query.name, path))
+            difference = _compare(response, served, want=want)
+            if difference:
+                out['differences']['%s (%s)' % (query.name, path)] = (
+                    difference)
+                print('\n!!! %d cells, %s (%s), %s: the index and Nova '
+                      'answered differently: %s' % (
+                          cloud.cells, query.name, query.url, path,
+                          difference))
+
+
+def _fallbacks(cloud):
+    for name, count in sorted(cloud.out['fallbacks'].items()):
+        if count:
+            print('\n!!! %d cells, %s: %d timed index requests were '
+                  'handed back to Nova, so its index timings are partly '
+                  'stock timings (see the counters in the results)'
+                  % (cloud.cells, name, count))
+    # In forked children, their counters stayed in the children.
+    cloud.out['selector'] = api_entry_point.selector().stats.snapshot()
+
+
+def _request(api, url):
+    return api.api_request(url.lstrip('/'), check_response_status=[])
+
+
+def _stock(fn):
+    """Call ``fn`` with Nova's own instance list in place of the index's."""
+    with api_entry_point.stock_instance_list():
+        return fn()
+
+
+def path_call(apis, selector, path, query):
+    """``(response, served as asked)`` of ``query`` through ``path``.
+
+    Served as asked: by the index for INDEX, and rendered by nova_ext as
+    well for FAST and CACHED; always True for STOCK.
+    """
+    fn = functools.partial(_request, apis[query.who], query.url)
+    if path == listquery.STOCK:
+        return _stock(fn), True
+    rendered = path in (listquery.FAST, listquery.CACHED)
+    counter = 'rendered' if rendered else 'served'
+    before = selector.stats.snapshot()[counter]
+    CONF.set_override('fast_render', rendered,
+                      group='nova_ext_instance_list')
+    CONF.set_override('render_cache_size',
+                      listquery.CACHE_SIZE if path == listquery.CACHED
+                      else 0, group='nova_ext_instance_list')
+    try:
+        response = fn()
+    finally:
+        CONF.clear_override('fast_render', group='nova_ext_instance_list')
+        CONF.clear_override('render_cache_size',
+                            group='nova_ext_instance_list')
+    return response, selector.stats.snapshot()[counter] == before + 1
+
+
+def _compare(got, served, want):
+    """What is wrong with the index answer, or None."""
+    if not served:
+        return 'not served by the index (handed to Nova), nothing compared'
+    if got.status_code != want.status_code:
+        return 'status %d from the index, %d from Nova: %s' % (
+            got.status_code, want.status_code, got.text[:300])
+    if want.status_code != 200:
+        return 'Nova answered %d: %s' % (want.status_code, want.text[:300])
+    if got.content == want.content:
+        return None
+    try:
+        return ext_fixtures.first_difference(want.json(), got.json())
+    except ValueError:
+        return 'bodies differ (not JSON)'
