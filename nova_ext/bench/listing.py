@@ -309,7 +309,7 @@ def _bare(cloud, path):
     """The bare reference ``path`` is judged against, median ms.
 
     In forked runs, the bare samples taken in ``path``'s own processes
-    (see listtime.isolated); in shared runs, the one bare reference.
+    (see listtime.child_jobs); in shared runs, the one bare reference.
     """
     if 'bare_by_path_ms' in cloud:
         return cloud['bare_by_path_ms'][path]['median']

@@ -13,13 +13,14 @@
 
 Two ways, on the same data and requests:
 
-* :func:`isolated` (the default): each index path, and the bare
-  reference, is timed in processes forked from the benchmark's own just
-  before Nova's path first runs (see isolate.py), several processes each,
-  after :func:`first_answers` made each path's answers in a forked
-  process of its own; Nova's own path is timed afterwards in the
-  benchmark's process.
-* :func:`shared`: every path in turn in the benchmark's process, as all
+* forked (the default): each index path, and the bare reference, is timed
+  in children forked from the cloud's process before Nova's path first
+  runs there (see isolate.py), several children each, one at a time
+  (:func:`child_jobs`, their results :func:`pooled`), after
+  :func:`first_answers` made each path's answers in a child of its own;
+  Nova's own path is timed afterwards in the cloud's process
+  (:func:`shared`, that one path);
+* :func:`shared`: every path in turn in the cloud's process, as all
   runs before 2026-11 did.
 
 Every request starts from a collected heap, collected outside its timing,
@@ -28,7 +29,6 @@ threshold, charging one path for the garbage another left. Each request
 still pays for the collections its own allocations trigger.
 """
 
-import collections
 import functools
 import gc
 import random
@@ -114,9 +114,8 @@ def shared(queries, paths, call, warmup, repeat):
     return summaries(samples), fallbacks, summaries(in_gc)
 
 
-def isolated(queries, paths, call, engine, warmup, repeat, processes,
-             limit):
-    """Each path, paired with the bare reference, in forked children.
+def child_jobs(queries, paths, call, engine, warmup, repeat, limit):
+    """The job of each path's timed children, paired with the bare reference.
 
     Each child makes ``warmup + 1`` untimed rounds of its one path, then
     ``repeat`` timed ones (see :func:`rounds`): one more than in this
@@ -126,32 +125,11 @@ def isolated(queries, paths, call, engine, warmup, repeat, processes,
     before or just after it (alternately), so that a path and the floor
     it is judged against share the process and the minutes they ran in:
     on a shared 2-core virtual machine the same work can take half as
-    long again for seconds at a time. The samples of a path's children
-    are pooled.
+    long again for seconds at a time.
 
-    :returns: ``(ms, fallbacks, gc_ms, bare, per_process, usage)``:
-
-        * ``ms``, ``fallbacks``, ``gc_ms``: as from :func:`shared`;
-        * ``bare``: ``{'ms': summary of every child's bare samples,
-          'rows': n, 'bytes': n (as from :func:`bare`), 'by_path': {path:
-          summary of the bare samples of that path's children},
-          'per_process': {path: [median ms in each of its children]}}``;
-        * ``per_process``: ``{path: {query: [median ms in each child]}}``;
-        * ``usage``: as from :func:`isolate.call`, for all the children.
-    """
-    jobs, timeout = child_jobs(queries, paths, call, engine, warmup,
-                               repeat, limit)
-    usage = collections.Counter()
-    runs = isolate.in_processes(jobs, processes, timeout, usage,
-                                CHILD_STALL)
-    return pooled(queries, paths, runs) + (dict(usage),)
-
-
-def child_jobs(queries, paths, call, engine, warmup, repeat, limit):
-    """The job of each path's timed children, as :func:`isolated` forks.
-
-    :returns: ``({path: job}, seconds a child may take)``; a job's
-        results, gathered per path, are what :func:`pooled` takes.
+    :returns: ``({path: job}, seconds a child may take)``; each job is run
+        in a child (:func:`isolate.call`), and their results, gathered per
+        path, are what :func:`pooled` takes.
     """
     warmup += 1
     jobs = {path: functools.partial(_one_path, queries, path, call, engine,
@@ -163,8 +141,14 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit):
 def pooled(queries, paths, runs):
     """The samples of every child, ``{path: [job result]}``, pooled.
 
-    :returns: ``(ms, fallbacks, gc_ms, bare, per_process)`` as from
-        :func:`isolated`.
+    :returns: ``(ms, fallbacks, gc_ms, bare, per_process)``:
+
+        * ``ms``, ``fallbacks``, ``gc_ms``: as from :func:`shared`;
+        * ``bare``: ``{'ms': summary of every child's bare samples,
+          'rows': n, 'bytes': n (as from :func:`bare`), 'by_path': {path:
+          summary of the bare samples of that path's children},
+          'per_process': {path: [median ms in each of its children]}}``;
+        * ``per_process``: ``{path: {query: [median ms in each child]}}``.
     """
     samples = {q.name: {p: [] for p in paths} for q in queries}
     in_gc = {q.name: {p: [] for p in paths} for q in queries}
