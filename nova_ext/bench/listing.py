@@ -458,7 +458,7 @@ def _show(results, measured, differences):
     for note in results['notes']:
         print('* %s' % note)
     if differences:
-        print('\n!!! THE listquery.INDEX AND NOVA ANSWERED DIFFERENTLY:')
+        print('\n!!! THE INDEX AND NOVA ANSWERED DIFFERENTLY:')
         for cells, name, diff in differences:
             print('!!!   %d cells, %s: %s' % (cells, name, diff))
     else:

@@ -15,6 +15,7 @@ import collections
 import datetime
 import functools
 import gc
+import io
 import os
 
 import fixtures
@@ -114,6 +115,32 @@ class TestNotes(base.TestCase):
         # Without per-path samples (a shared run), the one bare reference.
         del clouds[32]['bare_by_path_ms']
         self.assertEqual(60.0, listing._bare(clouds[32], listquery.CACHED))
+
+
+class TestShow(base.TestCase):
+
+    def _shown(self, differences):
+        env = dict.fromkeys(
+            ('nova', 'python', 'concurrency', 'cpus', 'response_validation',
+             'microversion', 'per_cell', 'repeat', 'warmup_requests',
+             'isolation'), 'x')
+        results = {'environment': env, 'table': [], 'targets': [],
+                   'clouds': {}, 'notes': []}
+        out = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+        listing._show(results, [], differences)
+        return out.getvalue()
+
+    def test_a_difference_is_shouted(self):
+        shown = self._shown([(8, 'detail admin (fast)', 'servers[3].name')])
+        self.assertIn('!!! THE INDEX AND NOVA ANSWERED DIFFERENTLY:\n'
+                      '!!!   8 cells, detail admin (fast): servers[3].name',
+                      shown)
+
+    def test_no_difference_says_so(self):
+        shown = self._shown([])
+        self.assertNotIn('!!!', shown)
+        self.assertIn('gave the same bodies as Nova', shown)
 
 
 class _Cycle(object):
