@@ -29,3 +29,13 @@ class TestCase(base.BaseTestCase):
 
     def install_test_plugins(self):
         self.useFixture(ext_fixtures.EntryPointsFixture())
+
+
+class Clock(object):
+    """A monotonic clock that moves only when a test sets ``now``."""
+
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now

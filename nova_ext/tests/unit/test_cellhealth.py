@@ -27,15 +27,6 @@ from nova_ext.tests.unit import base
 UP, DOWN = 'cell-up', 'cell-down'
 
 
-class _Clock(object):
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-
 class TestDownCells(base.TestCase):
 
     def setUp(self):
@@ -53,7 +44,7 @@ class TestDownCells(base.TestCase):
         #: Cleared to hold checks until it is set again.
         self.go = threading.Event()
         self.go.set()
-        self.clock = _Clock()
+        self.clock = base.Clock()
         self.health = cellhealth.CellHealth(clock=self.clock)
 
     def _scatter(self, ctx, cells, timeout, fn):

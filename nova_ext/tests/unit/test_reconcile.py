@@ -29,18 +29,10 @@ from nova_ext.index import reconcile
 from nova_ext.index import status
 from nova_ext.index import sync
 from nova_ext.index import verify
+from nova_ext.tests.unit import base
 from nova_ext.tests.unit import test_index
 
 INTERVAL = 600
-
-
-class Clock(object):
-
-    def __init__(self, now=1000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 class Cell(object):
@@ -140,7 +132,7 @@ class TestReconciler(LeaseTestCase):
 
     def setUp(self):
         super().setUp()
-        self.clock = Clock()
+        self.clock = base.Clock()
         self.cells = [Cell('cell0'), Cell('cell1'), Cell('cell2')]
         self.reports = {'cell1': dict(missing=1, extra=1),
                         'cell2': dict(stale=2)}

@@ -19,14 +19,6 @@ from nova_ext.instance_list import serving
 from nova_ext.tests.unit import base
 
 
-class Clock(object):
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-
 class ScriptedDriver(list_base.InstanceListDriver):
     """Answers, raises, or takes time, as each test scripts it."""
 
@@ -60,7 +52,7 @@ class TestSelector(base.TestCase):
         super().setUp()
         self.flags(retry_interval=60, group='nova_ext_instance_list')
         self.flags(query_timeout=5, group='nova_ext_index')
-        self.clock = Clock()
+        self.clock = base.Clock()
         self.driver = ScriptedDriver(self.clock)
         self.stock_calls = []
         self.selector = serving.Selector(self.conf.conf, self.stock,
