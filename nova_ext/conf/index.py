@@ -70,12 +70,7 @@ database answers.
 While a cell is down Nova lists differently (minimal records for its
 instances from microversion 2.69 on), so the index hands list requests to
 Nova until the cell answers again. The check is one trivial query per cell,
-in parallel. Once the last check is this old, the next request starts a new
-one in the background and is answered from the last result, so requests do
-not wait for it; a result older than this interval plus ``query_timeout`` is
-not used (the request checks and waits). A cell that goes down is noticed
-within this interval plus the time of one check. 0: every request checks
-and waits.
+in parallel; a cell that goes down is noticed within this interval.
 """),
     cfg.IntOpt(
         'deleted_retention',
