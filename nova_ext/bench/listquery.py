@@ -14,8 +14,6 @@
 import collections
 import itertools
 
-from nova_ext.conf import index as conf_index
-
 STOCK, INDEX, FAST, CACHED = 'stock', 'index', 'fast', 'cached'
 PATHS = (STOCK, INDEX, FAST, CACHED)
 #: The index paths, each compared with STOCK.
@@ -26,14 +24,8 @@ LIMIT = 1000
 #: Untimed requests per query and path before the timed ones; the first is
 #: the one whose body is compared.
 WARMUP_REQUESTS = 2
-#: nova_ext's options in each cloud. The cell check keeps nova.conf's
-#: default (in the background) where the harness would check in every
-#: request (see ``tests/functional/base.py``): the benchmark measures what
-#: operators run.
 OPTIONS = {'nova_ext_instance_list': {'driver': 'index',
-                                      'fast_render': True},
-           'nova_ext_index': {
-               'cell_check_interval': conf_index.CELL_CHECK_INTERVAL}}
+                                      'fast_render': True}}
 
 #: The clones' owners. The first is the harness's project, the one the
 #: non-admin client is a member of; so that member sees a quarter of the

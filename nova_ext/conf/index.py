@@ -12,10 +12,6 @@
 
 from oslo_config import cfg
 
-#: The default of ``cell_check_interval``, which the list benchmark keeps
-#: where the functional tests set 0.
-CELL_CHECK_INTERVAL = 5.0
-
 index_group = cfg.OptGroup(
     'nova_ext_index',
     title='nova_ext instance index options',
@@ -65,7 +61,7 @@ answers from Nova's own path.
 """),
     cfg.FloatOpt(
         'cell_check_interval',
-        default=CELL_CHECK_INTERVAL,
+        default=5.0,
         min=0.0,
         help="""
 Seconds between two checks, by each nova-api process, that every cell
@@ -74,12 +70,7 @@ database answers.
 While a cell is down Nova lists differently (minimal records for its
 instances from microversion 2.69 on), so the index hands list requests to
 Nova until the cell answers again. The check is one trivial query per cell,
-in parallel. Once the last check is this old, the next request starts a new
-one in the background and is answered from the last result, so requests do
-not wait for it; a result older than this interval plus ``query_timeout`` is
-not used (the request checks and waits). A cell that goes down is noticed
-within this interval plus the time of one check. 0: every request checks
-and waits.
+in parallel; a cell that goes down is noticed within this interval.
 """),
     cfg.IntOpt(
         'deleted_retention',

@@ -39,8 +39,7 @@ class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
     def _setup_services(self):
         # The operator configures nova_ext before the services start.
         self.nova_ext = self.useFixture(ext_fixtures.NovaExtFixture(
-            self, self.NOVA_EXT_SEAMS, _with_harness_defaults(
-                self.NOVA_EXT_OPTIONS)))
+            self, self.NOVA_EXT_SEAMS, self.NOVA_EXT_OPTIONS))
         super()._setup_services()
 
     def _setup_compute_service(self):
@@ -51,20 +50,3 @@ class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
                     'compute%d-%d' % (cell, n), cell_name='cell%d' % cell)
                 first = first or compute
         return first
-
-
-def _with_harness_defaults(options):
-    """``options``, and what the harness needs that nova.conf does not.
-
-    The index's cell check runs in the background by default. The harness
-    keeps the targeted cell in process-wide state (Nova's CellDatabases
-    fixture), and a thread targeting one cell while another targets a
-    different one backs off for a second or more: enough to push a list
-    request past ``query_timeout`` and off the index. So the tests check
-    the cells in the request (``cell_check_interval = 0``), unless a test
-    class or a test sets the interval itself.
-    """
-    merged = {group: dict(opts) for group, opts in options.items()}
-    merged.setdefault('nova_ext_index', {}).setdefault(
-        'cell_check_interval', 0)
-    return merged

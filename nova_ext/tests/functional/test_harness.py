@@ -14,7 +14,6 @@
 from nova import context as nova_context
 from nova import objects
 
-from nova_ext import conf as ext_conf
 from nova_ext.tests.functional import base
 
 
@@ -36,24 +35,3 @@ class TestHarness(base.NovaExtTestCase):
         self.assertEqual(
             {'compute1-1', 'compute2-1'},
             {rp['name'] for rp in providers['resource_providers']})
-
-
-class TestHarnessChecksCellsInTheRequest(base.NovaExtTestCase):
-    """The harness must not start the index's background cell check.
-
-    Its thread would race the test's requests for the harness's
-    process-wide cell targeting (see base._with_harness_defaults).
-    """
-
-    def test_cell_check_interval_is_zero(self):
-        self.assertEqual(0, ext_conf.CONF.nova_ext_index.cell_check_interval)
-
-
-class TestHarnessKeepsACellCheckIntervalSet(base.NovaExtTestCase):
-
-    NOVA_EXT_OPTIONS = {'nova_ext_index': {'cell_check_interval': 7.5},
-                        'nova_ext_instance_list': {'driver': 'index'}}
-
-    def test_class_setting_wins(self):
-        self.assertEqual(7.5, ext_conf.CONF.nova_ext_index.cell_check_interval)
-        self.assertEqual('index', ext_conf.CONF.nova_ext_instance_list.driver)

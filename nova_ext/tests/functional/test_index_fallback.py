@@ -19,11 +19,9 @@ checked by assertSameAnswer), the driver is switched off for
 
 import time
 
-from nova import context as nova_context
 from nova.tests import fixtures as nova_fixtures
 import sqlalchemy as sa
 
-from nova_ext import conf as ext_conf
 from nova_ext.index import pending
 from nova_ext.tests.functional import test_index_parity
 
@@ -116,46 +114,6 @@ class TestIndexDownCell(test_index_parity.IndexTestCase):
                         self.selector.stats.snapshot()['unservable'])
                     self.assertEqual(200, got.status_code)
         self.admin_api.microversion = 'latest'
-        self.assertSameAnswer(self.admin_api, 'servers/detail')
-
-
-class TestIndexDownCellNoticedInTheBackground(
-        test_index_parity.IndexTestCase):
-    """With an interval, the cell check runs beside the requests.
-
-    The check is driven directly here: under Nova's DownCellFixture the
-    index's own query fails too (the fixture adds the down cell's error to
-    every scatter-gather), which a real down cell does not do.
-    """
-
-    def _check_in_the_background(self, health, ctx, last):
-        time.sleep(0.6)
-        # Due: answered at once from the last check, the next one started.
-        self.assertEqual(last, health.down_cells(ctx, ext_conf.CONF))
-        health._refresher.join(30)
-        self.assertFalse(health._refresher.is_alive())
-
-    def test_down_cell_noticed_by_a_background_check(self):
-        self.flags(cell_check_interval=0.5, group='nova_ext_index')
-        for host in ('compute1-1', 'compute2-1'):
-            self._create_server(host=host, networks='none')
-        self.sync_index()
-        # The first request checks, and waits for the check.
-        self.assertSameAnswer(self.admin_api, 'servers/detail')
-        health = self.selector.driver.cells
-        ctx = nova_context.get_admin_context()
-        cell2 = self.cell_mappings['cell2']
-        with nova_fixtures.DownCellFixture([cell2]):
-            self._check_in_the_background(health, ctx, [])
-            self.assertEqual([cell2.uuid],
-                             health.down_cells(ctx, ext_conf.CONF))
-            before = self.selector.stats.snapshot()['unservable']
-            self.assertSameAnswer(self.admin_api, 'servers/detail',
-                                  served=False)
-            self.assertEqual(before + 1,
-                             self.selector.stats.snapshot()['unservable'])
-        self._check_in_the_background(health, ctx, [cell2.uuid])
-        self.assertEqual([], health.down_cells(ctx, ext_conf.CONF))
         self.assertSameAnswer(self.admin_api, 'servers/detail')
 
 

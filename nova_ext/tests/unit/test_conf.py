@@ -15,7 +15,6 @@ import re
 from oslo_config import cfg
 from oslo_config import generator
 
-from nova_ext.bench import listquery
 from nova_ext.conf import opts
 from nova_ext.tests.unit import base
 
@@ -30,15 +29,6 @@ class TestOptions(base.TestCase):
         self.assertEqual([], conf.nova_ext_compute_status.trait_callbacks)
         self.assertEqual([], conf.nova_ext_object_migrations.migrations)
         self.assertEqual('cells', conf.nova_ext_instance_list.driver)
-
-    def test_list_benchmark_keeps_the_cell_check_default(self):
-        # The functional tests check the cells in the request; the
-        # benchmark must measure what nova.conf leaves (in the background).
-        self.assertEqual(
-            self.conf.conf.nova_ext_index.cell_check_interval,
-            listquery.OPTIONS['nova_ext_index']['cell_check_interval'])
-        self.assertGreater(
-            listquery.OPTIONS['nova_ext_index']['cell_check_interval'], 0)
 
     def test_groups_are_namespaced_and_registered(self):
         for group, group_opts in opts.list_opts():
