@@ -94,10 +94,12 @@ other than what they give.
 heartbeat. The flags change only with a ``service.*`` notification, which
 the index's consumers (the in-process ``index`` consumer or
 ``nova-ext-indexer``) record; a heartbeat only moves forward, so services
-that showed a host up keep showing it up until ``[DEFAULT]service_down_time``
-after that heartbeat, exactly as a fresh read would. Services are read
-again when their host has a recorded change, when they would no longer
-show it up, and in any case ``service_down_time`` seconds after they were
+that showed a host up show it up as a fresh read would, as long as their
+heartbeat is recent enough. Services are read again when their host has a
+recorded change, when their last heartbeat is more than half of
+``[DEFAULT]service_down_time`` old (the other half is left for the request
+that renders them, so the status cannot expire before Nova's view reads
+the clock), and in any case ``service_down_time`` seconds after they were
 read, so a lost notification costs at most that long. Only with Nova's
 ``db`` servicegroup driver; ``false`` reads every page's services from
 their cells.

@@ -38,6 +38,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext.index import pending
+from nova_ext.instance_list import services
 from nova_ext.tests.functional import population
 from nova_ext.tests.functional import test_index_parity
 
@@ -209,6 +210,14 @@ class TestKeptServices(_HostStatusCase):
         statuses, reads = self._admin_page()
         self.assertEqual('UP', statuses[s['active1']['id']])
         self.assertEqual([], reads)
+        # Past half of service_down_time its heartbeat is read again, while
+        # it still shows the host UP: kept, it could expire before Nova's
+        # view reads the clock. Disabled compute2-1's services are kept.
+        clock.advance(nova_conf.CONF.service_down_time *
+                      services.UP_MARGIN + 1)
+        statuses, reads = self._admin_page()
+        self.assertEqual('UP', statuses[s['active1']['id']])
+        self.assertEqual(1, len(reads), reads)
         clock.advance(nova_conf.CONF.service_down_time + 1)
         statuses, reads = self._admin_page()
         self.assertEqual('UNKNOWN', statuses[s['active1']['id']])

@@ -161,9 +161,18 @@ class TestStillTrue(test_index.base.TestCase):
         return services.still_true(kept, generation, now, 60)
 
     def test_a_heartbeat_that_shows_the_host_up(self):
-        self.assertTrue(self.check([_row()], NOW + _seconds(60)))
+        self.assertTrue(self.check([_row()], NOW + _seconds(30)))
         # A later heartbeat shows it up too; this one no longer does.
         self.assertFalse(self.check([_row()], NOW + _seconds(61)))
+
+    def test_a_heartbeat_must_outlast_the_request(self):
+        # Still within service_down_time, so it shows the host up now; but
+        # Nova's view reads the clock later in the request, when it may not,
+        # while a fresh read would find a newer heartbeat.
+        for age in (31, 59, 60):
+            self.assertFalse(self.check([_row()], NOW + _seconds(age)))
+        older = _row(last_seen_up=NOW - _seconds(31))
+        self.assertFalse(self.check([_row(), older], NOW))
 
     def test_a_host_shown_down_is_read_again(self):
         old = _row(last_seen_up=NOW - _seconds(61))
