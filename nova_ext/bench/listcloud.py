@@ -138,12 +138,20 @@ def _time_one_child(cloud, path):
     # Untimed requests before the timed ones: the first answers were one.
     jobs, timeout = listtime.child_jobs(
         listquery.QUERIES, (path,), cloud.call, cloud.index.engine,
-        listquery.WARMUP_REQUESTS - 1, cloud.args.repeat, listquery.LIMIT)
+        listquery.WARMUP_REQUESTS - 1, cloud.args.repeat, listquery.LIMIT,
+        cell_health=_cell_health(cloud.args))
     started = cloud.usage['wall']
     cloud.runs[path].append(isolate.call_again_if_stalled(
         '%d cells, %s' % (cloud.cells, path), jobs[path], timeout,
         cloud.usage, listtime.CHILD_STALL))
     return cloud.usage['wall'] - started
+
+
+def _cell_health(args):
+    """The index's cell check, if it is to be timed by request time."""
+    if getattr(args, 'check_clock', 'wall') != 'requests':
+        return None
+    return api_entry_point.selector().driver.cells
 
 
 def _stock_and_compare(cloud):
@@ -167,6 +175,8 @@ def _results(cloud):
         bare['ms'], bare['rows'], bare['bytes'])
     out['bare_by_path_ms'] = bare['by_path']
     out['bare_per_process_ms'] = bare['per_process']
+    out['check_clock'] = getattr(cloud.args, 'check_clock', 'wall')
+    out['cell_checks'] = listtime.cell_checks(listquery.INDEXED, cloud.runs)
     for name in out['ms']:
         out['ms'][name].update(out['stock_ms'][name])
         out['gc_ms'][name].update(out['stock_gc_ms'][name])

@@ -350,6 +350,18 @@ def _notes(clouds, measured):
                                 per_process[path][listquery.HEADLINE],
                                 bare[path])))
                         for path in listquery.INDEXED)))
+            checks = c.get('cell_checks')
+            if checks:
+                notes.append(
+                    '%d cells: the index\'s cell check, every '
+                    'cell_check_interval of %s, fell on %s.' % (
+                        cells, 'request time' if c.get('check_clock') ==
+                        'requests' else 'wall time', '; '.join(
+                            '%d of %d %s requests' % (
+                                checks[path]['checks'],
+                                checks[path]['requests'], path)
+                            for path in listquery.INDEXED
+                            if path in checks)))
             children = c['children']
             notes.append(
                 '%d cells: the benchmark process used %.0f s of CPU (its '
@@ -499,6 +511,7 @@ def _environment(args):
                       'request by request with the bare reference, the '
                       'clouds taking turns child by child; stock in each '
                       'cloud\'s process' % args.processes),
+        'check_clock': (None if args.shared else args.check_clock),
         'limit': listquery.LIMIT,
         'microversion': 'latest',
         'queries': {q.name: q.url for q in listquery.QUERIES},

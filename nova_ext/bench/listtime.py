@@ -114,7 +114,8 @@ def shared(queries, paths, call, warmup, repeat):
     return summaries(samples), fallbacks, summaries(in_gc)
 
 
-def child_jobs(queries, paths, call, engine, warmup, repeat, limit):
+def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
+               cell_health=None):
     """The job of each path's timed children, paired with the bare reference.
 
     Each child makes ``warmup + 1`` untimed rounds of its one path, then
@@ -127,13 +128,17 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit):
     on a shared 2-core virtual machine the same work can take half as
     long again for seconds at a time.
 
+    :param cell_health: the index's ``CellHealth``, or None; if given, each
+        child times its cell check interval by a
+        :class:`measure.RequestClock` around the path's requests, and
+        counts the checks (``checks`` and ``requests`` in its result).
     :returns: ``({path: job}, seconds a child may take)``; each job is run
         in a child (:func:`isolate.call`), and their results, gathered per
         path, are what :func:`pooled` takes.
     """
     warmup += 1
     jobs = {path: functools.partial(_one_path, queries, path, call, engine,
-                                    warmup, repeat, limit)
+                                    warmup, repeat, limit, cell_health)
             for path in paths}
     return jobs, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
 
@@ -179,6 +184,21 @@ def pooled(queries, paths, runs):
         'per_process': bare_per_process}
     return (summaries(samples), fallbacks, summaries(in_gc), bare_result,
             per_process)
+
+
+def cell_checks(paths, runs):
+    """``{path: {'checks': n, 'requests': n}}`` over a path's children.
+
+    Only paths whose children counted them (see :func:`child_jobs`).
+    """
+    counted = {}
+    for path in paths:
+        for run in runs.get(path, ()):
+            if 'checks' in run:
+                total = counted.setdefault(path, {'checks': 0, 'requests': 0})
+                total['checks'] += run['checks']
+                total['requests'] += run['requests']
+    return counted
 
 
 def first_answers(queries, paths, call):
@@ -275,20 +295,30 @@ def _in_memory(url):
         None, '', ':memory:')
 
 
-def _one_path(queries, path, call, engine, warmup, repeat, limit):
+def _one_path(queries, path, call, engine, warmup, repeat, limit,
+              cell_health=None):
     _fresh_process()
     last = []
+    in_requests = measure.RequestClock()
+    made = [0]
+    if cell_health is not None:
+        cell_health.set_clock(in_requests)
+        checks = cell_health.checks
 
     def paired(which, query):
         if which == BARE:
             last[:] = [_Dumped(*_fetch_and_dump(engine, limit))]
             return last[0], True
-        return call(which, query)
+        made[0] += 1
+        with in_requests:
+            return call(which, query)
 
     samples, in_gc, fallbacks = rounds(queries, (path, BARE), paired,
                                        warmup, repeat)
     dumped = last[0]
-    return {
+    counted = {} if cell_health is None else {
+        'checks': cell_health.checks - checks, 'requests': made[0]}
+    return dict(counted, **{
         'samples': {name: {path: by_path[path]}
                     for name, by_path in samples.items()},
         'in_gc': {name: {path: by_path[path]}
@@ -297,7 +327,7 @@ def _one_path(queries, path, call, engine, warmup, repeat, limit):
                       if not key.endswith('(%s)' % BARE)},
         # The same work whatever the query it was paired with.
         'bare': [s for by_path in samples.values() for s in by_path[BARE]],
-        'rows': dumped.rows, 'bytes': len(dumped.content)}
+        'rows': dumped.rows, 'bytes': len(dumped.content)})
 
 
 class _Dumped(object):

@@ -110,6 +110,15 @@ def _add_list(subparsers):
                              'own process instead, beside the harness and '
                              "after Nova's path (the method of runs before "
                              '2026-11; --processes is then ignored)')
+    parser.add_argument('--check-clock', choices=('requests', 'wall'),
+                        default='requests',
+                        help="what times the index's cell check interval "
+                             'in the forked processes: the time spent in '
+                             'requests, as a nova-api serving them back to '
+                             'back (default), or the wall clock, which '
+                             "also counts the benchmark's pauses between "
+                             'requests (the method of runs before '
+                             '2026-11-24)')
     _add_output(parser, 'list')
     parser.add_argument('--plot',
                         default=os.path.join('.', 'bench-results',

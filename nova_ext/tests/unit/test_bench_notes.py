@@ -17,6 +17,7 @@ import functools
 import gc
 import io
 import os
+import time
 
 import fixtures
 from oslo_utils import uuidutils
@@ -262,6 +263,42 @@ class TestRoundOrder(base.TestCase):
         self.assertEqual(first_run, made())
 
 
+class _Health(object):
+    """A CellHealth, as far as a benchmark child uses it."""
+
+    def __init__(self):
+        self.clock = time.monotonic
+        self.checks = 0
+
+    def set_clock(self, clock):
+        self.clock = clock
+
+
+class _CheckingApi(_Api):
+    """Counts a check in each request, and checks the check's clock.
+
+    Between two requests the clock must stand still while the wall clock
+    runs on (the full collection before each request, the bare sample
+    beside it).
+    """
+
+    def __init__(self, selector, health):
+        super().__init__(selector)
+        self.health = health
+        self.last = None
+
+    def api_request(self, url, check_response_status=None):
+        clock, wall = self.health.clock(), time.monotonic()
+        if self.last is not None:
+            paused = (wall - self.last[1]) - (clock - self.last[0])
+            if paused < 0.001:
+                raise AssertionError('the check clock ran between requests '
+                                     '(%.6f s less than the wall)' % paused)
+        self.health.checks += 1
+        self.last = (clock, wall)
+        return super().api_request(url, check_response_status)
+
+
 class TestIsolated(base.TestCase):
     """Each index path and the bare reference in forked children."""
 
@@ -319,6 +356,25 @@ class TestIsolated(base.TestCase):
         self.assertGreater(bare['bytes'], 0)
         self.assertGreater(usage['wall'], 0.0)
         self.assertGreaterEqual(usage['parent_cpu'], 0.0)
+
+    def test_the_cell_check_is_timed_by_request_time(self):
+        health = _Health()
+        api = _CheckingApi(self.selector, health)
+        path = listquery.CACHED
+        jobs, timeout = listtime.child_jobs(
+            self.QUERIES, (path,), _call(api, self.selector), self.engine,
+            warmup=1, repeat=2, limit=1000, cell_health=health)
+        runs = isolate.in_processes(jobs, 2, timeout)
+        # 2 queries x 4 rounds (2 untimed) per child, the bare samples not
+        # counted; each request made one check here.
+        self.assertEqual({path: {'checks': 16, 'requests': 16}},
+                         listtime.cell_checks((path,), runs))
+        # Without a CellHealth the children count nothing.
+        jobs, timeout = listtime.child_jobs(
+            self.QUERIES, (path,), _call(_Api(self.selector), self.selector),
+            self.engine, warmup=1, repeat=1, limit=1000)
+        self.assertEqual({}, listtime.cell_checks(
+            (path,), isolate.in_processes(jobs, 1, timeout)))
 
     def test_a_child_opens_its_own_database_connections(self):
         with self.engine.connect() as conn:
