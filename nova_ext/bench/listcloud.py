@@ -21,6 +21,7 @@ then Nova's answers and timings, then the results.
 import collections
 import functools
 import gc
+import os
 import time
 
 from nova import context as nova_context
@@ -133,13 +134,18 @@ def _record_answers(cloud):
     cloud.out['live_objects'] = len(gc.get_objects())
 
 
-def _time_one_child(cloud, path):
-    """One timed child of ``path``; returns its wall-clock seconds."""
+def _time_one_child(cloud, path, others=None):
+    """One timed child of ``path``; returns its wall-clock seconds.
+
+    :param others: the other clouds' processes, which the child stops for
+        its timed rounds together with this one; None: it stops none.
+    """
     # Untimed requests before the timed ones: the first answers were one.
     jobs, timeout = listtime.child_jobs(
         listquery.QUERIES, (path,), cloud.call, cloud.index.engine,
         listquery.WARMUP_REQUESTS - 1, cloud.args.repeat, listquery.LIMIT,
-        cell_health=_cell_health(cloud.args))
+        cell_health=_cell_health(cloud.args),
+        others=None if others is None else list(others) + [os.getpid()])
     started = cloud.usage['wall']
     cloud.runs[path].append(isolate.call_again_if_stalled(
         '%d cells, %s' % (cloud.cells, path), jobs[path], timeout,
@@ -177,6 +183,7 @@ def _results(cloud):
     out['bare_per_process_ms'] = bare['per_process']
     out['check_clock'] = getattr(cloud.args, 'check_clock', 'wall')
     out['cell_checks'] = listtime.cell_checks(listquery.INDEXED, cloud.runs)
+    out['alone'] = listtime.alone(listquery.INDEXED, cloud.runs)
     for name in out['ms']:
         out['ms'][name].update(out['stock_ms'][name])
         out['gc_ms'][name].update(out['stock_gc_ms'][name])

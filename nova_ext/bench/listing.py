@@ -71,7 +71,9 @@ from nova import utils
 from nova_ext.bench import clouds
 from nova_ext.bench import listcloud
 from nova_ext.bench import listquery
+from nova_ext.bench import listtime
 from nova_ext.bench import plot
+from nova_ext.bench import quiet
 from nova_ext.bench import report
 from nova_ext import compat
 from nova_ext.demo import cloud
@@ -160,8 +162,9 @@ def _side_by_side(args, outs):
         if cells not in live:
             continue
         begun = time.monotonic()
+        others = [procs[c].pid for c in live if c != cells]
         try:
-            reply = procs[cells].ask(*step)
+            reply = _ask(args, procs[cells], step, others, outs[cells])
         except clouds.CloudFailed:
             # Kept in the process's errors, reported below.
             live.remove(cells)
@@ -179,6 +182,25 @@ def _side_by_side(args, outs):
         out.update(procs[cells].info)
         failed = _failed(cells, out, errors) or failed
     return failed
+
+
+def _ask(args, proc, step, others, out):
+    """Have ``proc`` take ``step``, the ``others`` stopped if asked.
+
+    A timed child stops them itself, with its own parent, once its
+    untimed requests are made (listtime.child_jobs); while Nova's path is
+    timed in the cloud's process, this process stops the other clouds.
+    """
+    if getattr(args, 'others', 'running') != 'stopped':
+        return proc.ask(*step)
+    if step[0] == 'time':
+        return proc.ask(*(step + (others,)))
+    if step[0] != 'stock':
+        return proc.ask(*step)
+    with quiet.Quiet(others, listtime.CHILD_STALL, watch=proc.pid) as pause:
+        reply = proc.ask(*step)
+        out['stock_alone'] = pause.stopped
+    return reply
 
 
 def _failed(cells, out, errors):
@@ -362,6 +384,17 @@ def _notes(clouds, measured):
                                 checks[path]['requests'], path)
                             for path in listquery.INDEXED
                             if path in checks)))
+            alone = c.get('alone')
+            if alone:
+                notes.append(
+                    '%d cells: children that ran their timed requests with '
+                    'every cloud process stopped: %s; Nova\'s path timed '
+                    'with the other clouds %s.' % (
+                        cells, '; '.join(
+                            '%d of %d %s' % (alone[path][0], alone[path][1],
+                                             path)
+                            for path in listquery.INDEXED if path in alone),
+                        'stopped' if c.get('stock_alone') else 'running'))
             children = c['children']
             notes.append(
                 '%d cells: the benchmark process used %.0f s of CPU (its '
@@ -417,8 +450,8 @@ def _show(results, measured, differences):
     print('\n== nova-ext-bench list ==')
     for key in ('nova', 'python', 'concurrency', 'cpus', 'response_validation',
                 'microversion', 'per_cell', 'repeat', 'warmup_requests',
-                'isolation'):
-        print('%s: %s' % (key.replace('_', ' '), env[key]))
+                'isolation', 'check_clock', 'others'):
+        print('%s: %s' % (key.replace('_', ' '), env.get(key)))
     print('median (p90) in ms of GET through nova-api, limit=%d; bare: %d '
           'index rows fetched and dumped as JSON' % (listquery.LIMIT,
                                                      listquery.LIMIT))
@@ -511,6 +544,8 @@ def _environment(args):
                       'request by request with the bare reference, the '
                       'clouds taking turns child by child; stock in each '
                       'cloud\'s process' % args.processes),
+        'others': (None if args.shared else
+                   getattr(args, 'others', 'running')),
         'check_clock': (None if args.shared else args.check_clock),
         'limit': listquery.LIMIT,
         'microversion': 'latest',

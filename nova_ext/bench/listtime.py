@@ -29,6 +29,7 @@ threshold, charging one path for the garbage another left. Each request
 still pays for the collections its own allocations trigger.
 """
 
+import contextlib
 import functools
 import gc
 import random
@@ -41,6 +42,7 @@ import sqlalchemy as sa
 
 from nova_ext.bench import isolate
 from nova_ext.bench import measure
+from nova_ext.bench import quiet
 from nova_ext.index import source
 
 #: Seconds a forked job may take, plus this much per round it times.
@@ -51,7 +53,7 @@ CHILD_STALL = 120
 BARE = 'bare'
 
 
-def rounds(queries, paths, call, warmup, repeat):
+def rounds(queries, paths, call, warmup, repeat, before_timed=None):
     """Time every query through every path, ``warmup + repeat`` times.
 
     Each round makes every query through each path, in reverse order every
@@ -66,6 +68,7 @@ def rounds(queries, paths, call, warmup, repeat):
     on a request at random, as here.
 
     :param call: ``call(path, query) -> (response, served as asked)``.
+    :param before_timed: called once, before the first timed round.
     :returns: ``(samples, in_gc, fallbacks)``: seconds per request and
         seconds of it in the garbage collector, as ``{query: {path:
         [s]}}``, and ``{'query (path)': requests handed back to Nova}``.
@@ -78,6 +81,8 @@ def rounds(queries, paths, call, warmup, repeat):
     shuffle = random.Random(0).shuffle
     queries = list(queries)
     for n in range(warmup + repeat):
+        if n == warmup and before_timed is not None:
+            before_timed()
         order = paths[::-1] if n % 2 == 0 else paths
         shuffle(queries)
         for query in queries:
@@ -115,7 +120,7 @@ def shared(queries, paths, call, warmup, repeat):
 
 
 def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
-               cell_health=None):
+               cell_health=None, others=None):
     """The job of each path's timed children, paired with the bare reference.
 
     Each child makes ``warmup + 1`` untimed rounds of its one path, then
@@ -132,13 +137,17 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
         child times its cell check interval by a
         :class:`measure.RequestClock` around the path's requests, and
         counts the checks (``checks`` and ``requests`` in its result).
+    :param others: processes each child stops for its timed rounds
+        (:class:`quiet.Quiet`; ``alone`` in its result says whether it
+        could), or None to leave them running.
     :returns: ``({path: job}, seconds a child may take)``; each job is run
         in a child (:func:`isolate.call`), and their results, gathered per
         path, are what :func:`pooled` takes.
     """
     warmup += 1
     jobs = {path: functools.partial(_one_path, queries, path, call, engine,
-                                    warmup, repeat, limit, cell_health)
+                                    warmup, repeat, limit, cell_health,
+                                    others)
             for path in paths}
     return jobs, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
 
@@ -198,6 +207,22 @@ def cell_checks(paths, runs):
                 total = counted.setdefault(path, {'checks': 0, 'requests': 0})
                 total['checks'] += run['checks']
                 total['requests'] += run['requests']
+    return counted
+
+
+def alone(paths, runs):
+    """``{path: [children that ran alone, children]}``.
+
+    Only paths whose children were asked to stop the others (see
+    :func:`child_jobs`).
+    """
+    counted = {}
+    for path in paths:
+        for run in runs.get(path, ()):
+            if 'alone' in run:
+                total = counted.setdefault(path, [0, 0])
+                total[0] += bool(run['alone'])
+                total[1] += 1
     return counted
 
 
@@ -296,7 +321,7 @@ def _in_memory(url):
 
 
 def _one_path(queries, path, call, engine, warmup, repeat, limit,
-              cell_health=None):
+              cell_health=None, others=None):
     _fresh_process()
     last = []
     in_requests = measure.RequestClock()
@@ -313,11 +338,18 @@ def _one_path(queries, path, call, engine, warmup, repeat, limit,
         with in_requests:
             return call(which, query)
 
-    samples, in_gc, fallbacks = rounds(queries, (path, BARE), paired,
-                                       warmup, repeat)
+    pause = None if others is None else quiet.Quiet(others, CHILD_STALL)
+    with contextlib.ExitStack() as timed:
+        samples, in_gc, fallbacks = rounds(
+            queries, (path, BARE), paired, warmup, repeat,
+            pause and functools.partial(timed.enter_context, pause))
+        # Read while they are still stopped, if they were.
+        alone = pause is not None and pause.stopped
     dumped = last[0]
     counted = {} if cell_health is None else {
         'checks': cell_health.checks - checks, 'requests': made[0]}
+    if others is not None:
+        counted['alone'] = alone
     return dict(counted, **{
         'samples': {name: {path: by_path[path]}
                     for name, by_path in samples.items()},

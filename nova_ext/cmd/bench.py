@@ -119,6 +119,15 @@ def _add_list(subparsers):
                              "also counts the benchmark's pauses between "
                              'requests (the method of runs before '
                              '2026-11-24)')
+    parser.add_argument('--others', choices=('stopped', 'running'),
+                        default='stopped',
+                        help='what the other clouds\' processes, and the '
+                             'cloud\'s own, do while a forked process is '
+                             'timed, and the other clouds while Nova\'s '
+                             'path is: stopped (SIGSTOP, the default), so '
+                             'that their services do not share the cores '
+                             'with the timed requests, or running (the '
+                             'method of runs before 2026-11-25)')
     _add_output(parser, 'list')
     parser.add_argument('--plot',
                         default=os.path.join('.', 'bench-results',

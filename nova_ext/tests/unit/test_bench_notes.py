@@ -11,12 +11,15 @@
 # under the License.
 """nova-ext-bench list: its notes, the GC clock, how paths are timed."""
 
+import argparse
 import collections
 import datetime
 import functools
 import gc
 import io
 import os
+import subprocess
+import sys
 import time
 
 import fixtures
@@ -29,6 +32,7 @@ from nova_ext.bench import listing
 from nova_ext.bench import listquery
 from nova_ext.bench import listtime
 from nova_ext.bench import measure
+from nova_ext.bench import quiet
 from nova_ext.index import source
 from nova_ext.tests.unit import base
 
@@ -116,6 +120,61 @@ class TestNotes(base.TestCase):
         # Without per-path samples (a shared run), the one bare reference.
         del clouds[32]['bare_by_path_ms']
         self.assertEqual(60.0, listing._bare(clouds[32], listquery.CACHED))
+
+    def test_children_that_ran_alone(self):
+        clouds = {2: _cloud(40.0, 100.0)}
+        clouds[2]['per_process_ms'] = {
+            path: {listquery.HEADLINE: [90.0]} for path in listquery.INDEXED}
+        clouds[2]['bare_per_process_ms'] = {
+            path: [45.0] for path in listquery.INDEXED}
+        clouds[2]['children'] = {'wall': 800.4, 'parent_cpu': 2.0}
+        clouds[2]['alone'] = {listquery.INDEX: [3, 3],
+                              listquery.CACHED: [2, 3]}
+        clouds[2]['stock_alone'] = True
+        self.assertIn(
+            '2 cells: children that ran their timed requests with every '
+            'cloud process stopped: 3 of 3 index; 2 of 3 cached; Nova\'s '
+            'path timed with the other clouds stopped.',
+            listing._notes(clouds, [2]))
+
+
+class _Proc(object):
+    """A cloud process that notes each step and what ``other`` did."""
+
+    def __init__(self, other):
+        self.pid = os.getpid()
+        self.other = other
+        self.steps = []
+
+    def ask(self, *step):
+        self.steps.append((step, quiet.state(self.other) == {'T'}))
+        return 'reply'
+
+
+class TestAsk(base.TestCase):
+
+    def test_the_other_clouds_stop_for_nova_and_are_named_to_children(self):
+        busy = subprocess.Popen([sys.executable, '-c',
+                                 'while True:\n    sum(range(1000))\n'])
+        self.addCleanup(busy.wait)
+        self.addCleanup(busy.kill)
+        proc, out = _Proc(busy.pid), {}
+        args = argparse.Namespace(others='stopped')
+        for step in (('answers',), ('time', 'cached'), ('stock',)):
+            self.assertEqual('reply', listing._ask(args, proc, step,
+                                                   [busy.pid], out))
+        self.assertEqual([(('answers',), False),
+                          (('time', 'cached', [busy.pid]), False),
+                          (('stock',), True)], proc.steps)
+        self.assertTrue(out['stock_alone'])
+        self.assertNotIn('T', quiet.state(busy.pid))
+        # Left running, as before 2026-11-25.
+        proc.steps = []
+        args.others = 'running'
+        listing._ask(args, proc, ('time', 'cached'), [busy.pid], out)
+        listing._ask(args, proc, ('stock',), [busy.pid], out)
+        self.assertEqual([(('time', 'cached'), False), (('stock',), False)],
+                         proc.steps)
 
 
 class TestShow(base.TestCase):
@@ -299,6 +358,23 @@ class _CheckingApi(_Api):
         return super().api_request(url, check_response_status)
 
 
+class _WatchingApi(_Api):
+    """Writes, for each request, whether ``pid`` was stopped, to ``path``.
+
+    To a file: the requests are made in forked children.
+    """
+
+    def __init__(self, selector, pid, path):
+        super().__init__(selector)
+        self.pid = pid
+        self.path = path
+
+    def api_request(self, url, check_response_status=None):
+        with open(self.path, 'a') as seen:
+            seen.write('T\n' if quiet.state(self.pid) == {'T'} else 'R\n')
+        return super().api_request(url, check_response_status)
+
+
 class TestIsolated(base.TestCase):
     """Each index path and the bare reference in forked children."""
 
@@ -374,6 +450,32 @@ class TestIsolated(base.TestCase):
             self.QUERIES, (path,), _call(_Api(self.selector), self.selector),
             self.engine, warmup=1, repeat=1, limit=1000)
         self.assertEqual({}, listtime.cell_checks(
+            (path,), isolate.in_processes(jobs, 1, timeout)))
+
+    def test_a_child_stops_the_others_for_its_timed_rounds_only(self):
+        busy = subprocess.Popen([sys.executable, '-c',
+                                 'while True:\n    sum(range(1000))\n'])
+        self.addCleanup(busy.wait)
+        self.addCleanup(busy.kill)
+        seen = os.path.join(self.useFixture(fixtures.TempDir()).path, 'seen')
+        api = _WatchingApi(self.selector, busy.pid, seen)
+        path = listquery.CACHED
+        jobs, timeout = listtime.child_jobs(
+            self.QUERIES, (path,), _call(api, self.selector), self.engine,
+            warmup=1, repeat=2, limit=1000, others=[busy.pid])
+        runs = isolate.in_processes(jobs, 1, timeout)
+        # 2 untimed rounds (one more than asked, see child_jobs), then 2
+        # timed, of 2 queries each.
+        with open(seen) as lines:
+            self.assertEqual(['R'] * 4 + ['T'] * 4, lines.read().split())
+        self.assertTrue(runs[path][0]['alone'])
+        self.assertEqual({path: [1, 1]}, listtime.alone((path,), runs))
+        self.assertNotIn('T', quiet.state(busy.pid))
+        # Asked to stop none, a child says nothing of it.
+        jobs, timeout = listtime.child_jobs(
+            self.QUERIES, (path,), _call(_Api(self.selector), self.selector),
+            self.engine, warmup=1, repeat=1, limit=1000)
+        self.assertEqual({}, listtime.alone(
             (path,), isolate.in_processes(jobs, 1, timeout)))
 
     def test_a_child_opens_its_own_database_connections(self):
