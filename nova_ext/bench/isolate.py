@@ -21,7 +21,8 @@ the parent's heap as it was at the fork, so what one path leaves behind
 native threads only the forking thread lives on in the child, so the
 harness's computes, conductor and scheduler do not run inside the process
 making the timed requests, as they would not in a real nova-api. They do
-go on running in the parent, on the same machine.
+go on running in the parent, on the same machine, unless the child stops
+it (quiet.py).
 
 A child reports back through a pipe, as JSON, and leaves with
 ``os._exit``: it never runs the parent's fixture cleanups or exit hooks.

@@ -54,7 +54,9 @@ runs there: one process per path for the answers, then ``--processes`` per
 path for the timing, every timed request paired with a bare sample in the
 same process. The clouds take turns, child by child, so that a path is
 timed at every number of cells within minutes. Nova's path is timed
-afterwards, in each cloud's process. listtime.py says why.
+afterwards, in each cloud's process. listtime.py says why. While a child
+makes its timed requests, every cloud's process is stopped (quiet.py);
+while Nova's path is timed, every other cloud's (``--others``).
 
 ``--shared``: one cloud after another in this process, every path timed in
 it, interleaved (the method of runs before 2026-11).
