@@ -31,6 +31,7 @@ from nova_ext.bench import data
 from nova_ext.bench import isolate
 from nova_ext.bench import listquery
 from nova_ext.bench import listtime
+from nova_ext.bench import quiet
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import sync
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -138,7 +139,9 @@ def _time_one_child(cloud, path, others=None):
     """One timed child of ``path``; returns its wall-clock seconds.
 
     :param others: the other clouds' processes, which the child stops for
-        its timed rounds together with this one; None: it stops none.
+        its timed rounds together with this one; None: it stops none. If
+        given, the child is forked once this process has settled after
+        the last stop (:func:`quiet.settle`).
     """
     # Untimed requests before the timed ones: the first answers were one.
     jobs, timeout = listtime.child_jobs(
@@ -146,6 +149,8 @@ def _time_one_child(cloud, path, others=None):
         listquery.WARMUP_REQUESTS - 1, cloud.args.repeat, listquery.LIMIT,
         cell_health=_cell_health(cloud.args),
         others=None if others is None else list(others) + [os.getpid()])
+    if others is not None:
+        cloud.usage['settle'] += quiet.settle()
     started = cloud.usage['wall']
     cloud.runs[path].append(isolate.call_again_if_stalled(
         '%d cells, %s' % (cloud.cells, path), jobs[path], timeout,

@@ -400,8 +400,11 @@ def _notes(clouds, measured):
             children = c['children']
             notes.append(
                 '%d cells: the benchmark process used %.0f s of CPU (its '
-                'in-process services) while its children ran for %.0f s.'
-                % (cells, children['parent_cpu'], children['wall']))
+                'in-process services) while its children ran for %.0f s%s.'
+                % (cells, children['parent_cpu'], children['wall'],
+                   '; it waited %.0f s in all for its threads to settle '
+                   'before forking them' % children['settle']
+                   if 'settle' in children else ''))
     if len(measured) > 1:
         # The floor moves too (a bigger index, a bigger process): flatness
         # is judged against it as well as against the target.

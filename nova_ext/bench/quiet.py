@@ -92,6 +92,34 @@ class Quiet(object):
             self._guardian = None
 
 
+def settle(busy=0.5, window=1.0, limit=30.0):
+    """Wait until this process uses less than ``busy`` of a core.
+
+    A resumed process catches up at once with what its threads missed
+    while it was stopped: every compute's heartbeat and periodic tasks,
+    each opening SQLite connections. A child forked in that burst is
+    likely to inherit one of SQLite's locks held by another thread, and
+    to hang on it (isolate.py): at 32 cells, eight of the nine first
+    forks of timed children did, in the first run that stopped the
+    clouds. So a process forks a timed child only once it has spent less
+    than ``busy`` of a ``window`` on CPU, or after ``limit`` seconds.
+
+    :returns: the seconds waited.
+    """
+    started = time.monotonic()
+    while True:
+        cpu = _cpu_seconds()
+        time.sleep(window)
+        waited = time.monotonic() - started
+        if _cpu_seconds() - cpu < busy * window or waited >= limit:
+            return waited
+
+
+def _cpu_seconds():
+    times = os.times()
+    return times.user + times.system
+
+
 def locks_held(pids):
     """The processes of ``pids`` that hold a write lock on a file.
 

@@ -127,15 +127,20 @@ class TestNotes(base.TestCase):
             path: {listquery.HEADLINE: [90.0]} for path in listquery.INDEXED}
         clouds[2]['bare_per_process_ms'] = {
             path: [45.0] for path in listquery.INDEXED}
-        clouds[2]['children'] = {'wall': 800.4, 'parent_cpu': 2.0}
+        clouds[2]['children'] = {'wall': 800.4, 'parent_cpu': 2.0,
+                                 'settle': 12.4}
         clouds[2]['alone'] = {listquery.INDEX: [3, 3],
                               listquery.CACHED: [2, 3]}
         clouds[2]['stock_alone'] = True
+        notes = listing._notes(clouds, [2])
         self.assertIn(
             '2 cells: children that ran their timed requests with every '
             'cloud process stopped: 3 of 3 index; 2 of 3 cached; Nova\'s '
-            'path timed with the other clouds stopped.',
-            listing._notes(clouds, [2]))
+            'path timed with the other clouds stopped.', notes)
+        self.assertIn(
+            '2 cells: the benchmark process used 2 s of CPU (its in-process '
+            'services) while its children ran for 800 s; it waited 12 s in '
+            'all for its threads to settle before forking them.', notes)
 
 
 class _Proc(object):

@@ -122,3 +122,32 @@ class TestQuiet(base.TestCase):
         with quiet.Quiet([os.getpid()], stall=60) as pause:
             self.assertFalse(pause.stopped)
             self.assertEqual(0, pause.tries)
+
+
+class TestSettle(base.TestCase):
+
+    def test_an_idle_process_waits_one_window(self):
+        self.assertLess(quiet.settle(window=0.05, limit=10.0), 5.0)
+
+    def test_waits_while_busy_then_stops_waiting(self):
+        # CPU seconds read before and after each window: busy for two
+        # windows (90% of a core), then idle.
+        readings = iter([0.0, 0.009, 0.009, 0.018, 0.018, 0.019])
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.bench.quiet._cpu_seconds', lambda: next(readings)))
+        waited = quiet.settle(busy=0.5, window=0.01, limit=10.0)
+        self.assertGreaterEqual(waited, 0.03)
+        self.assertRaises(StopIteration, next, readings)
+
+    def test_gives_up_at_the_limit(self):
+        cpu = [0.0]
+
+        def busy():
+            cpu[0] += 0.01
+            return cpu[0]
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.bench.quiet._cpu_seconds', busy))
+        waited = quiet.settle(busy=0.5, window=0.01, limit=0.05)
+        self.assertGreaterEqual(waited, 0.05)
+        self.assertLess(waited, 5.0)
