@@ -84,7 +84,7 @@ def call(fn, timeout, usage=None, stall=None):
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
-    started, cpu = time.monotonic(), _cpu_seconds()
+    started, cpu = time.monotonic(), cpu_seconds()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
@@ -97,7 +97,7 @@ def call(fn, timeout, usage=None, stall=None):
     _, status = os.waitpid(pid, 0)
     if usage is not None:
         usage['wall'] += time.monotonic() - started
-        usage['parent_cpu'] += _cpu_seconds() - cpu
+        usage['parent_cpu'] += cpu_seconds() - cpu
     try:
         payload = json.loads(data.lstrip(b'.').decode('utf-8'))
     except ValueError:
@@ -108,7 +108,7 @@ def call(fn, timeout, usage=None, stall=None):
     return payload['result']
 
 
-def _cpu_seconds():
+def cpu_seconds():
     times = os.times()
     return times.user + times.system
 

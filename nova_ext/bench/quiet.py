@@ -31,11 +31,15 @@ Two hazards, each handled here:
   stopped for ever, its parent's watchdog with them. A guardian process,
   forked before they are stopped, resumes them once the watched process
   has left or has used no CPU for ``stall`` seconds.
+* A resumed process catches up at once with what it missed, and a child
+  forked in that burst is likely to hang (:func:`settle`).
 """
 
 import os
 import signal
 import time
+
+from nova_ext.bench import isolate
 
 #: Stop, look for locks and resume at most this many times.
 TRIES = 100
@@ -108,16 +112,11 @@ def settle(busy=0.5, window=1.0, limit=30.0):
     """
     started = time.monotonic()
     while True:
-        cpu = _cpu_seconds()
+        cpu = isolate.cpu_seconds()
         time.sleep(window)
         waited = time.monotonic() - started
-        if _cpu_seconds() - cpu < busy * window or waited >= limit:
+        if isolate.cpu_seconds() - cpu < busy * window or waited >= limit:
             return waited
-
-
-def _cpu_seconds():
-    times = os.times()
-    return times.user + times.system
 
 
 def locks_held(pids):

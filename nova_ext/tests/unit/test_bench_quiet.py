@@ -134,7 +134,7 @@ class TestSettle(base.TestCase):
         # windows (90% of a core), then idle.
         readings = iter([0.0, 0.009, 0.009, 0.018, 0.018, 0.019])
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.bench.quiet._cpu_seconds', lambda: next(readings)))
+            'nova_ext.bench.isolate.cpu_seconds', lambda: next(readings)))
         waited = quiet.settle(busy=0.5, window=0.01, limit=10.0)
         self.assertGreaterEqual(waited, 0.03)
         self.assertRaises(StopIteration, next, readings)
@@ -147,7 +147,7 @@ class TestSettle(base.TestCase):
             return cpu[0]
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.bench.quiet._cpu_seconds', busy))
+            'nova_ext.bench.isolate.cpu_seconds', busy))
         waited = quiet.settle(busy=0.5, window=0.01, limit=0.05)
         self.assertGreaterEqual(waited, 0.05)
         self.assertLess(waited, 5.0)
