@@ -146,19 +146,12 @@ def state(pid):
     :returns: a set of one-letter states (``T``: stopped); empty if the
         process is gone.
     """
-    states = set()
     try:
         tasks = os.listdir('/proc/%d/task' % pid)
     except FileNotFoundError:
-        return states
-    for task in tasks:
-        try:
-            with open('/proc/%d/task/%s/stat' % (pid, task)) as stat:
-                # The command name, in parentheses, may hold spaces.
-                states.add(stat.read().rsplit(')', 1)[1].split()[0])
-        except (FileNotFoundError, ProcessLookupError, IndexError):
-            continue
-    return states
+        return set()
+    fields = (_stat('/proc/%d/task/%s/stat' % (pid, task)) for task in tasks)
+    return {f[0] for f in fields if f}
 
 
 def _all_stopped(pids):
@@ -179,14 +172,23 @@ def _signal(pids, signum):
             pass
 
 
-def _cpu_ticks(pid):
+def _stat(path):
+    """The fields of a ``stat`` file after the command name; None if gone.
+
+    The first is the state, the 12th and 13th the user and system CPU
+    time (the 3rd, 14th and 15th of the whole line).
+    """
     try:
-        with open('/proc/%d/stat' % pid) as stat:
-            fields = stat.read().rsplit(')', 1)[1].split()
-    except FileNotFoundError:
+        with open(path) as stat:
+            # The command name, in parentheses, may hold spaces.
+            return stat.read().rsplit(')', 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return None
-    # utime and stime, the 14th and 15th fields of the whole line.
-    return int(fields[11]) + int(fields[12])
+
+
+def _cpu_ticks(pid):
+    fields = _stat('/proc/%d/stat' % pid)
+    return None if fields is None else int(fields[11]) + int(fields[12])
 
 
 def _guard(pids, watch, stall):

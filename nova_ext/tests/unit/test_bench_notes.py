@@ -143,6 +143,15 @@ class TestNotes(base.TestCase):
             'all for its threads to settle before forking them.', notes)
 
 
+def _busy_process(test):
+    """A process that keeps a core busy until ``test`` ends."""
+    busy = subprocess.Popen([sys.executable, '-c',
+                             'while True:\n    sum(range(1000))\n'])
+    test.addCleanup(busy.wait)
+    test.addCleanup(busy.kill)
+    return busy
+
+
 class _Proc(object):
     """A cloud process that notes each step and what ``other`` did."""
 
@@ -159,10 +168,7 @@ class _Proc(object):
 class TestAsk(base.TestCase):
 
     def test_the_other_clouds_stop_for_nova_and_are_named_to_children(self):
-        busy = subprocess.Popen([sys.executable, '-c',
-                                 'while True:\n    sum(range(1000))\n'])
-        self.addCleanup(busy.wait)
-        self.addCleanup(busy.kill)
+        busy = _busy_process(self)
         proc, out = _Proc(busy.pid), {}
         args = argparse.Namespace(others='stopped')
         for step in (('answers',), ('time', 'cached'), ('stock',)):
@@ -458,10 +464,7 @@ class TestIsolated(base.TestCase):
             (path,), isolate.in_processes(jobs, 1, timeout)))
 
     def test_a_child_stops_the_others_for_its_timed_rounds_only(self):
-        busy = subprocess.Popen([sys.executable, '-c',
-                                 'while True:\n    sum(range(1000))\n'])
-        self.addCleanup(busy.wait)
-        self.addCleanup(busy.kill)
+        busy = _busy_process(self)
         seen = os.path.join(self.useFixture(fixtures.TempDir()).path, 'seen')
         api = _WatchingApi(self.selector, busy.pid, seen)
         path = listquery.CACHED
