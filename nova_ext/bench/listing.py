@@ -51,12 +51,13 @@ them at once (clouds.py); each is built there and then asked for each step
 in turn, one cloud at a time. The index paths make their first answers,
 and are timed, in processes forked from the cloud's before Nova's path first
 runs there: one process per path for the answers, then ``--processes`` per
-path for the timing, every timed request paired with a bare sample in the
-same process. The clouds take turns, child by child, so that a path is
-timed at every number of cells within minutes. Nova's path is timed
-afterwards, in each cloud's process. listtime.py says why. While a child
-makes its timed requests, every cloud's process is stopped (quiet.py);
-while Nova's path is timed, every other cloud's (``--others``).
+timed path (``--paths``) for the timing, every timed request paired with a
+bare sample in the same process. The clouds take turns, child by child,
+so that a path is timed at every number of cells within minutes. Nova's
+path is timed afterwards, in each cloud's process. listtime.py says why.
+While a child makes its timed requests, every cloud's process is stopped
+(quiet.py); while Nova's path is timed, every other cloud's
+(``--others``).
 
 ``--shared``: one cloud after another in this process, every path timed in
 it, interleaved (the method of runs before 2026-11).
@@ -74,6 +75,7 @@ from nova_ext.bench import clouds
 from nova_ext.bench import listcloud
 from nova_ext.bench import listquery
 from nova_ext.bench import listtime
+from nova_ext.bench import measure
 from nova_ext.bench import plot
 from nova_ext.bench import quiet
 from nova_ext.bench import report
@@ -157,7 +159,7 @@ def _side_by_side(args, outs):
     failed = len(live) < len(args.cells)
     steps = ([(cells, ('answers',)) for cells in live] +
              [(cells, ('time', path)) for cells, path in clouds.turns(
-                 live, listquery.INDEXED, args.processes)] +
+                 live, listcloud.timed_paths(args), args.processes)] +
              [(cells, ('stock',)) for cells in live] +
              [(cells, ('results',)) for cells in live])
     for n, (cells, step) in enumerate(steps, 1):
@@ -253,11 +255,26 @@ def _headline(clouds, cells, path):
     return _median(clouds, cells, listquery.HEADLINE, path)
 
 
+def _paths(clouds, measured):
+    """The paths timed in every measured cloud, Nova's first.
+
+    Every path, unless ``--paths`` left some index paths untimed.
+    """
+    return tuple(path for path in listquery.PATHS
+                 if all(path in clouds[c]['ms'][listquery.HEADLINE]
+                        for c in measured))
+
+
+def _indexed(paths):
+    return [path for path in paths if path in listquery.INDEXED]
+
+
 def _table(clouds, measured):
     rows = []
     if not measured:
         return rows
     low = measured[0]
+    paths = _paths(clouds, measured)
     for query in listquery.QUERIES:
         for cells in measured:
             c = clouds[cells]
@@ -267,7 +284,7 @@ def _table(clouds, measured):
                    'identical': not any(
                        '%s (%s)' % (query.name, path) in c['differences']
                        for path in listquery.INDEXED)}
-            for path in listquery.PATHS:
+            for path in paths:
                 row[path + '_median'] = ms[path]['median']
                 row[path + '_p90'] = ms[path]['p90']
                 row[path + '_over_fewest_cells'] = (
@@ -275,7 +292,7 @@ def _table(clouds, measured):
                     _median(clouds, low, query.name, path))
             row['cached_cold'] = c['answers'][query.name].get(
                 'cached_first_ms')
-            for path in listquery.INDEXED:
+            for path in _indexed(paths):
                 row['stock_over_' + path] = (
                     ms[listquery.STOCK]['median'] / ms[path]['median'])
                 row[path + '_over_bare'] = (
@@ -296,7 +313,10 @@ def _targets(clouds, measured):
         return []
     low, high = measured[0], measured[-1]
     targets = []
+    paths = _paths(clouds, measured)
     for path in (listquery.CACHED, listquery.FAST, listquery.INDEX):
+        if path not in paths:
+            continue
         flat = (_headline(clouds, high, path) /
                 _headline(clouds, low, path))
         targets.append({
@@ -342,10 +362,11 @@ def _bare(cloud, path):
 
 def _notes(clouds, measured):
     notes = []
+    paths = _paths(clouds, measured)
     for cells in measured:
         c = clouds[cells]
         noise = max(ms[path]['p90'] / ms[path]['min']
-                    for ms in c['ms'].values() for path in listquery.PATHS)
+                    for ms in c['ms'].values() for path in paths)
         notes.append(
             '%d cells: p90 is up to %.0f%% over the fastest sample of the '
             'same query and path; ratios closer to 1 than that show no '
@@ -359,7 +380,7 @@ def _notes(clouds, measured):
                 % (cells, listquery.HEADLINE, ', '.join(
                     '%s %.1f (%.0f)' % (path, gc_ms[path]['median'],
                                         gc_ms[path]['max'])
-                    for path in listquery.PATHS), c['live_objects']))
+                    for path in paths), c['live_objects']))
         per_process = c.get('per_process_ms')
         if per_process:
             bare = c['bare_per_process_ms']
@@ -373,7 +394,7 @@ def _notes(clouds, measured):
                             for ms, floor in zip(
                                 per_process[path][listquery.HEADLINE],
                                 bare[path])))
-                        for path in listquery.INDEXED)))
+                        for path in _indexed(paths))))
             checks = c.get('cell_checks')
             if checks:
                 notes.append(
@@ -384,7 +405,7 @@ def _notes(clouds, measured):
                             '%d of %d %s requests' % (
                                 checks[path]['checks'],
                                 checks[path]['requests'], path)
-                            for path in listquery.INDEXED
+                            for path in _indexed(paths)
                             if path in checks)))
             alone = c.get('alone')
             if alone:
@@ -395,7 +416,7 @@ def _notes(clouds, measured):
                         cells, '; '.join(
                             '%d of %d %s' % (alone[path][0], alone[path][1],
                                              path)
-                            for path in listquery.INDEXED if path in alone),
+                            for path in _indexed(paths) if path in alone),
                         'stopped' if c.get('stock_alone') else 'running'))
             children = c['children']
             notes.append(
@@ -404,8 +425,12 @@ def _notes(clouds, measured):
                 % (cells, children['parent_cpu'], children['wall'],
                    '; it waited %.0f s in all for its threads to settle '
                    'before forking them' % children['settle']
-                   if 'settle' in children else ''))
-    if len(measured) > 1:
+                   if 'settle' in children else '') +
+                ('' if 'computes_up' not in children else
+                 ' Before Nova\'s answers, it waited %.0f s for every '
+                 'compute\'s heartbeat to show it up again.'
+                 % children['computes_up']))
+    if len(measured) > 1 and listquery.CACHED in paths:
         # The floor moves too (a bigger index, a bigger process): flatness
         # is judged against it as well as against the target.
         low, high = measured[0], measured[-1]
@@ -420,15 +445,20 @@ def _notes(clouds, measured):
         if all('per_process_ms' in clouds[c] for c in (low, high)):
             # How far the ratio moves from one process to another is the
             # measure of how exactly the pooled ratio is known.
-            ratios = [h / lo
-                      for h in clouds[high]['per_process_ms'][
-                          listquery.CACHED][listquery.HEADLINE]
-                      for lo in clouds[low]['per_process_ms'][
-                          listquery.CACHED][listquery.HEADLINE]]
+            highs, lows = (clouds[c]['per_process_ms'][listquery.CACHED][
+                listquery.HEADLINE] for c in (high, low))
+            ratios = [h / lo for h in highs for lo in lows]
+            # The children of one turn were timed one after the other
+            # (clouds.turns), so each turn's ratio shares the machine's
+            # drift of those minutes.
+            turns = [h / lo for h, lo in zip(highs, lows)]
             notes.append(
                 'cached@%d / cached@%d for %s over every pair of their '
-                'processes: %.2f to %.2f.'
-                % (high, low, listquery.HEADLINE, min(ratios), max(ratios)))
+                'processes: %.2f to %.2f; turn by turn, the two children '
+                'timed minutes apart: %s (median %.2f).'
+                % (high, low, listquery.HEADLINE, min(ratios), max(ratios),
+                   _joined(turns, '%.2f'),
+                   measure.summary(turns)['median']))
         if all('bare_by_path_ms' in clouds[c] for c in (low, high)):
             # The bare samples share each child's minutes, so this ratio
             # is free of the machine's swings (not of what slows the path
@@ -455,7 +485,7 @@ def _show(results, measured, differences):
     print('\n== nova-ext-bench list ==')
     for key in ('nova', 'python', 'concurrency', 'cpus', 'response_validation',
                 'microversion', 'per_cell', 'repeat', 'warmup_requests',
-                'isolation', 'check_clock', 'others'):
+                'isolation', 'paths', 'check_clock', 'others'):
         print('%s: %s' % (key.replace('_', ' '), env.get(key)))
     print('median (p90) in ms of GET through nova-api, limit=%d; bare: %d '
           'index rows fetched and dumped as JSON' % (listquery.LIMIT,
@@ -465,21 +495,7 @@ def _show(results, measured, differences):
                'cached', 'cold', 'stock/index', 'stock/fast',
                'stock/cached', 'fast/bare', 'cached/bare',
                'fast/fast@%s' % low, 'cached/cached@%s' % low, 'same body')
-    rows = [(r['query'], r['cells'], r['servers'],
-             '%.0f (%.0f)' % (r['stock_median'], r['stock_p90']),
-             '%.0f (%.0f)' % (r['index_median'], r['index_p90']),
-             '%.0f (%.0f)' % (r['fast_median'], r['fast_p90']),
-             '%.0f (%.0f)' % (r['cached_median'], r['cached_p90']),
-             '%.0f' % r['cached_cold'],
-             '%.2f' % r['stock_over_index'],
-             '%.2f' % r['stock_over_fast'],
-             '%.2f' % r['stock_over_cached'],
-             '%.1f' % r['fast_over_bare'],
-             '%.1f' % r['cached_over_bare'],
-             '%.2f' % r['fast_over_fewest_cells'],
-             '%.2f' % r['cached_over_fewest_cells'],
-             'yes' if r['identical'] else 'NO')
-            for r in results['table']]
+    rows = [_row(r) for r in results['table']]
     print()
     if rows:
         report.table(headers, rows, sys.stdout)
@@ -517,13 +533,31 @@ def _show(results, measured, differences):
               'count.')
 
 
+def _row(r):
+    """A table row as printed; '-' for a path left untimed (--paths)."""
+    def value(fmt, *keys):
+        return fmt % tuple(r[k] for k in keys) if keys[0] in r else '-'
+
+    return ((r['query'], r['cells'], r['servers']) +
+            tuple(value('%.0f (%.0f)', path + '_median', path + '_p90')
+                  for path in listquery.PATHS) +
+            (value('%.0f', 'cached_cold'),) +
+            tuple(value('%.2f', 'stock_over_' + path)
+                  for path in listquery.INDEXED) +
+            (value('%.1f', 'fast_over_bare'),
+             value('%.1f', 'cached_over_bare'),
+             value('%.2f', 'fast_over_fewest_cells'),
+             value('%.2f', 'cached_over_fewest_cells'),
+             'yes' if r['identical'] else 'NO'))
+
+
 def _plot(clouds, measured, path):
     """Median latency of the headline query against cells, as a PNG.
 
     :returns: ``{series: colour}``, the legend of the chart written.
     """
     series = {name: [(c, _headline(clouds, c, name))
-                     for c in measured] for name in listquery.PATHS}
+                     for c in measured] for name in _paths(clouds, measured)}
     series['bare'] = [(c, clouds[c]['bare_ms']['median']) for c in measured]
     return plot.chart(series, path)
 
@@ -549,6 +583,8 @@ def _environment(args):
                       'request by request with the bare reference, the '
                       'clouds taking turns child by child; stock in each '
                       'cloud\'s process' % args.processes),
+        'paths': (None if args.shared else
+                  list(listcloud.timed_paths(args))),
         'others': (None if args.shared else
                    getattr(args, 'others', 'running')),
         'check_clock': (None if args.shared else args.check_clock),

@@ -120,7 +120,7 @@ def shared(queries, paths, call, warmup, repeat):
 
 
 def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
-               cell_health=None, others=None):
+               cell_health=None, others=None, in_child=None):
     """The job of each path's timed children, paired with the bare reference.
 
     Each child makes ``warmup + 1`` untimed rounds of its one path, then
@@ -140,6 +140,7 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
     :param others: processes each child stops for its timed rounds
         (:class:`quiet.Quiet`; ``alone`` in its result says whether it
         could), or None to leave them running.
+    :param in_child: called first in each child, if given.
     :returns: ``({path: job}, seconds a child may take)``; each job is run
         in a child (:func:`isolate.call`), and their results, gathered per
         path, are what :func:`pooled` takes.
@@ -147,7 +148,7 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
     warmup += 1
     jobs = {path: functools.partial(_one_path, queries, path, call, engine,
                                     warmup, repeat, limit, cell_health,
-                                    others)
+                                    others, in_child)
             for path in paths}
     return jobs, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
 
@@ -321,8 +322,10 @@ def _in_memory(url):
 
 
 def _one_path(queries, path, call, engine, warmup, repeat, limit,
-              cell_health=None, others=None):
+              cell_health=None, others=None, in_child=None):
     _fresh_process()
+    if in_child is not None:
+        in_child()
     last = []
     in_requests = measure.RequestClock()
     made = [0]

@@ -33,6 +33,7 @@ from nova_ext.bench import listquery
 from nova_ext.bench import listtime
 from nova_ext.bench import measure
 from nova_ext.bench import quiet
+from nova_ext.cmd import bench as bench_cmd
 from nova_ext.index import source
 from nova_ext.tests.unit import base
 
@@ -95,10 +96,11 @@ class TestNotes(base.TestCase):
             '2 cells: the benchmark process used 48 s of CPU (its '
             'in-process services) while its children ran for 800 s.',
             notes[2])
-        # 110/125 to 150/100.
+        # 110/125 to 150/100; turn by turn 110/100 and 150/125.
         self.assertEqual(
             'cached@32 / cached@2 for detail admin over every pair of '
-            'their processes: 0.88 to 1.50.', notes[-1])
+            'their processes: 0.88 to 1.50; turn by turn, the two children '
+            'timed minutes apart: 1.10, 1.20 (median 1.15).', notes[-1])
 
     def test_flatness_net_of_the_floor_from_the_same_processes(self):
         clouds = {2: _cloud(40.0, 100.0), 32: _cloud(60.0, 150.0)}
@@ -128,7 +130,7 @@ class TestNotes(base.TestCase):
         clouds[2]['bare_per_process_ms'] = {
             path: [45.0] for path in listquery.INDEXED}
         clouds[2]['children'] = {'wall': 800.4, 'parent_cpu': 2.0,
-                                 'settle': 12.4}
+                                 'settle': 12.4, 'computes_up': 7.6}
         clouds[2]['alone'] = {listquery.INDEX: [3, 3],
                               listquery.CACHED: [2, 3]}
         clouds[2]['stock_alone'] = True
@@ -140,7 +142,9 @@ class TestNotes(base.TestCase):
         self.assertIn(
             '2 cells: the benchmark process used 2 s of CPU (its in-process '
             'services) while its children ran for 800 s; it waited 12 s in '
-            'all for its threads to settle before forking them.', notes)
+            'all for its threads to settle before forking them. Before '
+            'Nova\'s answers, it waited 8 s for every compute\'s heartbeat '
+            'to show it up again.', notes)
 
 
 def _busy_process(test):
@@ -212,6 +216,67 @@ class TestShow(base.TestCase):
         shown = self._shown([])
         self.assertNotIn('!!!', shown)
         self.assertIn('gave the same bodies as Nova', shown)
+
+
+def _cached_alone(bare, cached, stock):
+    """A cloud as ``--paths cached`` leaves it: stock and cached timed."""
+    cloud = _cloud(bare, cached)
+    for by_path in cloud['ms'].values():
+        del by_path[listquery.INDEX], by_path[listquery.FAST]
+        by_path[listquery.STOCK]['median'] = stock
+    cloud.update(
+        answers={q.name: {'servers': 1000, 'cached_first_ms': 900.0}
+                 for q in listquery.QUERIES},
+        differences={},
+        fallbacks={'%s (cached)' % q.name: 0 for q in listquery.QUERIES},
+        bare_rows=1000, bare_bytes=4096)
+    return cloud
+
+
+class TestTimedPaths(base.TestCase):
+    """``--paths``: index paths left untimed are left out, not failed."""
+
+    def test_the_option_takes_index_paths_in_the_benchmarks_order(self):
+        self.assertEqual(listquery.INDEXED, bench_cmd.INDEX_PATHS)
+        self.assertEqual(('index', 'cached'),
+                         bench_cmd._index_paths('cached, index'))
+        for bad in ('stock', 'cached,bare', ','):
+            self.assertRaises(argparse.ArgumentTypeError,
+                              bench_cmd._index_paths, bad)
+        args = bench_cmd.parse_args(['list', '--paths', 'cached'])
+        self.assertEqual(('cached',), listcloud.timed_paths(args))
+        args = bench_cmd.parse_args(['list'])
+        self.assertEqual(listquery.INDEXED, listcloud.timed_paths(args))
+        # A shared run has no such option: every path.
+        self.assertEqual(listquery.INDEXED,
+                         listcloud.timed_paths(argparse.Namespace()))
+
+    def test_report_of_a_run_that_timed_cached_alone(self):
+        clouds = {2: _cached_alone(40.0, 100.0, 5000.0),
+                  8: _cached_alone(45.0, 110.0, 6600.0),
+                  32: _cached_alone(50.0, 130.0, 9000.0)}
+        measured = [2, 8, 32]
+        self.assertEqual((listquery.STOCK, listquery.CACHED),
+                         listing._paths(clouds, measured))
+        table = listing._table(clouds, measured)
+        headline = [r for r in table if r['query'] == listquery.HEADLINE]
+        self.assertEqual(60.0, headline[1]['stock_over_cached'])
+        self.assertNotIn('index_median', headline[1])
+        self.assertNotIn('stock_over_fast', headline[1])
+        targets = listing._targets(clouds, measured)
+        self.assertEqual([1.3, 60.0, 2.6],
+                         [round(t['measured'], 2) for t in targets])
+        self.assertTrue(all(t['target'].startswith('cached')
+                            for t in targets))
+        notes = listing._notes(clouds, measured)
+        self.assertEqual(
+            'the bare reference itself: bare@32 / bare@2 = 1.25 (medians), '
+            'against cached@32 / cached@2 = 1.30 for detail admin.',
+            notes[-1])
+        row = listing._row(headline[2])
+        self.assertEqual(('detail admin', 32, 1000, '9000 (150)', '-', '-',
+                          '130 (150)', '900', '-', '-', '69.23', '-', '2.6',
+                          '-', '1.30', 'yes'), row)
 
 
 class _Cycle(object):
@@ -485,6 +550,34 @@ class TestIsolated(base.TestCase):
             self.engine, warmup=1, repeat=1, limit=1000)
         self.assertEqual({}, listtime.alone(
             (path,), isolate.in_processes(jobs, 1, timeout)))
+
+    def test_in_child_runs_in_each_child_before_its_requests(self):
+        log = os.path.join(self.useFixture(fixtures.TempDir()).path, 'log')
+        inner = _call(_Api(self.selector), self.selector)
+
+        def write(what):
+            with open(log, 'a') as lines:
+                lines.write('%d %s\n' % (os.getpid(), what))
+
+        def call(path, query):
+            write('request')
+            return inner(path, query)
+
+        path = listquery.CACHED
+        jobs, timeout = listtime.child_jobs(
+            self.QUERIES, (path,), call, self.engine, warmup=1, repeat=1,
+            limit=1000, in_child=functools.partial(write, 'in_child'))
+        isolate.in_processes(jobs, 2, timeout)
+        with open(log) as lines:
+            seen = [line.split() for line in lines]
+        by_pid = collections.defaultdict(list)
+        for pid, what in seen:
+            by_pid[int(pid)].append(what)
+        self.assertEqual(2, len(by_pid))
+        self.assertNotIn(os.getpid(), by_pid)
+        # 2 queries x 3 rounds (2 untimed) in each child, after in_child.
+        for whats in by_pid.values():
+            self.assertEqual(['in_child'] + ['request'] * 6, whats)
 
     def test_a_child_opens_its_own_database_connections(self):
         with self.engine.connect() as conn:
