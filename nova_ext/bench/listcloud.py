@@ -129,6 +129,10 @@ def shared(cloud):
 
 
 def _first_answers(cloud):
+    # Forked right after the cloud was built, its threads still busy
+    # starting up: the fork hazard of quiet.settle (a run hung one such
+    # child at 32 cells).
+    cloud.usage['settle'] += quiet.settle()
     cloud.got = listtime.first_answers(listquery.QUERIES, listquery.INDEXED,
                                        cloud.call)
     _record_answers(cloud)

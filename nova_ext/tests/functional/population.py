@@ -14,8 +14,14 @@
 Built through Nova's API and services, so every row is one Nova wrote.
 """
 
+import datetime
+
+import nova.conf as nova_conf
+from nova import context as nova_context
+from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client
+from oslo_utils import timeutils
 
 OTHER_PROJECT = '0ff1ce0ff1ce0ff1ce0ff1ce0ff1ce00'
 
@@ -27,6 +33,25 @@ def other_project_api(test):
         roles=['reader', 'member'])
     api.microversion = test.api.microversion
     return api
+
+
+def compute_service(host):
+    """The nova-compute ``Service`` of ``host``, read from its cell."""
+    ctxt = nova_context.get_admin_context()
+    mapping = objects.HostMapping.get_by_host(ctxt, host)
+    with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+        return objects.Service.get_by_compute_host(cctxt, host)
+
+
+def age_heartbeat(host):
+    """Make the last heartbeat of ``host`` twice ``service_down_time`` old.
+
+    Unless the compute reports again, Nova then shows it down (UNKNOWN).
+    """
+    service = compute_service(host)
+    service.last_seen_up = timeutils.utcnow() - datetime.timedelta(
+        seconds=nova_conf.CONF.service_down_time * 2)
+    service.save()
 
 
 def build(test):

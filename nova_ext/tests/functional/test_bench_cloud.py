@@ -17,41 +17,28 @@ are compared once every compute shows up again, and a timed child counts
 the computes as up while it holds them stopped.
 """
 
-import datetime
-
-from nova import context as nova_context
-from nova import objects
 from nova import servicegroup
 from oslo_config import cfg
-from oslo_utils import timeutils
 
 from nova_ext.bench import listcloud
 from nova_ext.tests.functional import base
+from nova_ext.tests.functional import population
 
 
 class TestHeartbeats(base.NovaExtTestCase):
 
-    def _service(self, host):
-        ctxt = nova_context.get_admin_context()
-        mapping = objects.HostMapping.get_by_host(ctxt, host)
-        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
-            return objects.Service.get_by_compute_host(cctxt, host)
-
     def _age(self, host):
         """The last heartbeat of ``host`` as after minutes stopped."""
-        service = self._service(host)
-        service.last_seen_up = timeutils.utcnow() - datetime.timedelta(
-            seconds=cfg.CONF.service_down_time * 2)
-        service.save()
+        population.age_heartbeat(host)
         self.assertFalse(servicegroup.API().service_is_up(
-            self._service(host)))
+            population.compute_service(host)))
 
     def test_nova_is_asked_once_every_compute_reports_again(self):
         self._age('compute1-1')
         waited = listcloud._computes_up(timeout=60)
         self.assertGreater(waited, 0.0)
         self.assertTrue(servicegroup.API().service_is_up(
-            self._service('compute1-1')))
+            population.compute_service('compute1-1')))
 
     def test_a_compute_that_never_reports_again_fails_the_cloud(self):
         self.computes['compute2-1'].stop()

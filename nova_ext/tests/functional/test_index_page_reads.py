@@ -31,8 +31,6 @@ import datetime
 
 import fixtures
 import nova.conf as nova_conf
-from nova import context as nova_context
-from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from oslo_utils import timeutils
 import sqlalchemy as sa
@@ -93,10 +91,7 @@ class _HostStatusCase(test_index_parity.IndexTestCase):
         self.sync_index()
 
     def _service(self, host):
-        ctxt = nova_context.get_admin_context()
-        mapping = objects.HostMapping.get_by_host(ctxt, host)
-        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
-            return objects.Service.get_by_compute_host(cctxt, host)
+        return population.compute_service(host)
 
     def _unknown(self, host):
         """Stop a compute and age its last heartbeat past service_down_time.
@@ -104,10 +99,7 @@ class _HostStatusCase(test_index_parity.IndexTestCase):
         Nova then reports its servers' host as UNKNOWN.
         """
         self.computes[host].stop()
-        service = self._service(host)
-        service.last_seen_up = timeutils.utcnow() - datetime.timedelta(
-            seconds=nova_conf.CONF.service_down_time * 2)
-        service.save()
+        population.age_heartbeat(host)
 
     def _compare(self, api, uri='servers/detail?all_tenants=1'):
         with _reads('services', 'services.host IN') as reads:
