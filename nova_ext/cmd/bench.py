@@ -26,6 +26,10 @@ import shutil
 import sys
 import tempfile
 
+# Names and targets only: nothing of Nova's is imported before main() has
+# chosen its concurrency mode.
+from nova_ext.bench import listquery
+
 #: Each benchmark: its subcommand, and the module whose run(args) runs it.
 BENCHMARKS = {
     'seams': 'nova_ext.bench.seams',
@@ -81,18 +85,13 @@ def _cell_counts(text):
     return counts
 
 
-#: The index paths of ``nova-ext-bench list`` (listquery.INDEXED, named
-#: here so that parsing the command line imports nothing of Nova's).
-INDEX_PATHS = ('index', 'fast', 'cached')
-
-
 def _index_paths(text):
     paths = [name.strip() for name in text.split(',') if name.strip()]
-    if not paths or set(paths) - set(INDEX_PATHS):
+    if not paths or set(paths) - set(listquery.INDEXED):
         raise argparse.ArgumentTypeError(
-            'a comma-separated list of %s' % ', '.join(INDEX_PATHS))
+            'a comma-separated list of %s' % ', '.join(listquery.INDEXED))
     # In the benchmark's own order, whatever the order given.
-    return tuple(path for path in INDEX_PATHS if path in paths)
+    return tuple(path for path in listquery.INDEXED if path in paths)
 
 
 def _add_list(subparsers):
@@ -119,14 +118,15 @@ def _add_list(subparsers):
                              'timed, one after another; their samples are '
                              'pooled and their medians reported apart '
                              '(default 3)')
-    parser.add_argument('--paths', type=_index_paths, default=INDEX_PATHS,
+    parser.add_argument('--paths', type=_index_paths,
+                        default=listquery.INDEXED,
                         help='comma-separated index paths timed in those '
                              'processes (default index,fast,cached); every '
                              "index path's first answers are still "
                              "compared with Nova's, and Nova's path is "
                              'always timed. Timing one path alone affords '
                              'more --processes in the same time: a cached '
-                             'child takes about a fifth of an index '
+                             'child takes about a quarter of an index '
                              'child\'s time')
     parser.add_argument('--shared', action='store_true',
                         help='time every path in turn in the benchmark\'s '
