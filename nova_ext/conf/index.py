@@ -126,6 +126,51 @@ up; for the in-process consumer, the longest a change waits while others
 keep coming. Larger values record more changes per transaction (less CPU
 per change), smaller ones make the index fresher.
 """),
+    cfg.BoolOpt(
+        'capture',
+        default=False,
+        help="""
+Record, in this Nova process, every instance whose listed data a database
+write changes, in the index's pending table, before the write returns.
+
+Set it in every process that writes to Nova's databases: nova-api, the
+super conductor and every cell conductor (which write for the computes),
+and wherever ``nova-manage db archive_deleted_rows`` runs, together with
+``nova_ext`` in ``[oslo_messaging_notifications]driver``, which is how
+nova_ext is loaded there. A list request re-reads the marked instances
+from their cells before it reads the index, so that a change is listed
+from the moment the call that made it returns, including the changes Nova
+makes without a notification (network info caches, faults, volume
+attachments, archived servers). Notifications remain a second source, for
+processes where it is not set.
+"""),
+    cfg.FloatOpt(
+        'capture_timeout',
+        default=0.5,
+        min=0.0,
+        help="""
+Longest, in seconds, a Nova database write waits for its changes to be
+recorded in the index (see ``capture``).
+
+A write whose changes could not be recorded in time goes on; the changes
+are kept in memory and retried, and until they are recorded this process
+answers list requests from Nova's own path. After one such wait, later
+writes do not wait at all until a recording succeeds again, so an index
+that cannot be written never slows Nova by more than this once.
+"""),
+    cfg.IntOpt(
+        'catch_up_limit',
+        default=200,
+        min=0,
+        help="""
+How many recorded changes a list request may re-read from the cells into
+the index before it reads the index.
+
+The index answers a list only once it holds every change recorded before
+the request. With more changes than this waiting, the request is answered
+from Nova's own path instead (counted as ``unservable``), and the index
+worker catches up in the background.
+"""),
     cfg.IntOpt(
         'reconcile_interval',
         default=600,

@@ -15,7 +15,8 @@ Enabled by adding ``nova_ext`` to ``[oslo_messaging_notifications]driver``
 in nova.conf; oslo.messaging loads it through the
 ``oslo.messaging.notify.drivers`` entry point when Nova's ``rpc.init``
 builds its notifiers. Nothing of Nova's is changed. Being loaded into
-every process, it also starts nova-compute's startup work (compute.py).
+every process, it also starts nova-compute's startup work (compute.py)
+and the capture of database writes (db_writes.py).
 """
 
 from oslo_log import log as logging
@@ -23,6 +24,7 @@ from oslo_messaging.notify import notifier
 
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import compute
+from nova_ext.entry_points import db_writes
 from nova_ext.notifications import base
 from nova_ext.notifications import dispatcher
 # Registers the versioned object nova-compute calls on nova-conductor for
@@ -48,8 +50,10 @@ class NovaExtDriver(notifier.Driver):
         # driver (see doc/source/admin/seams.rst, "Failure modes").
         self._dispatcher = dispatcher.get_dispatcher(ext_conf.CONF)
         # The one code nova_ext runs in every process early: the place for
-        # nova-compute's startup work.
+        # nova-compute's startup work, and for capturing the database
+        # writes of every process that makes them.
         compute.attach(ext_conf.CONF)
+        db_writes.attach(ext_conf.CONF)
 
     def notify(self, ctxt, message, priority, retry):
         try:

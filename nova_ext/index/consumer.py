@@ -63,14 +63,33 @@ def get_worker(conf):
 
 
 def get_marker(conf):
-    """This process's :class:`Marker`, started on first use."""
+    """This process's :class:`Marker`, started on first use.
+
+    Its commits wake this process's index worker only where the in-process
+    consumer runs; a process that only captures its writes (a conductor)
+    leaves the marks to the indexer and to the list requests.
+    """
     global _MARKER
     with _LOCK:
         # As get_worker(); what the parent had buffered is its own to
         # record.
         if _MARKER is None or not _MARKER.alive:
-            _MARKER = Marker(conf, wake=lambda: get_worker(conf).wake())
+            wake = None
+            if 'index' in conf.nova_ext_notifications.consumers:
+                wake = lambda: get_worker(conf).wake()  # noqa: E731
+            _MARKER = Marker(conf, wake=wake)
         return _MARKER
+
+
+def held():
+    """Changes this process has not yet recorded: ``{uuid: (first, last)}``.
+
+    Those buffered and those of a transaction under way, which fail back
+    into the buffer if it does.
+    """
+    with _LOCK:
+        marker = _MARKER
+    return {} if marker is None else marker.held()
 
 
 def reset():
@@ -112,18 +131,27 @@ class Marker(object):
         self.marked = self.failures = 0
         self._cond = threading.Condition()
         self._buffer, self._oldest = {}, None
+        # The changes of the transaction under way.
+        self._inflight = {}
         # Tickets: the changes added so far, and how many of the first of
         # them are committed.
         self._added = self._committed = 0
         self._urgent = self._failing = self._stop = False
+        # A wait timed out: later ones return at once until a commit.
+        self._stalled = False
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name='nova-ext-index-marker')
         self._thread.start()
 
     def add(self, uuid, when):
         """Buffer a change; returns a ticket for :meth:`wait`."""
+        return self.add_all([uuid], when)
+
+    def add_all(self, uuids, when):
+        """Buffer changes of ``uuids`` at ``when``; a ticket for all."""
         with self._cond:
-            pending.coalesce([(uuid, when)], into=self._buffer)
+            pending.coalesce([(uuid, when) for uuid in uuids],
+                             into=self._buffer)
             self._added += 1
             if self._oldest is None:
                 self._oldest = time.monotonic()
@@ -136,12 +164,16 @@ class Marker(object):
         """Commit now, and wait until the change of ``ticket`` is committed.
 
         Returns whether it is: False at once while changes cannot be
-        recorded (they are kept and retried), and after ``timeout`` s.
+        recorded (they are kept and retried), and after ``timeout`` s;
+        after such a timeout, False at once until a commit succeeds.
         """
         with self._cond:
             self._urge(ticket)
             self._cond.wait_for(
-                lambda: self._committed >= ticket or self._failing, timeout)
+                lambda: (self._committed >= ticket or self._failing or
+                         self._stalled), timeout)
+            if self._committed < ticket and not self._failing:
+                self._stalled = True
             return self._committed >= ticket
 
     def flush(self, timeout=None):
@@ -156,6 +188,14 @@ class Marker(object):
         if self._committed < ticket:
             self._urgent = True
             self._cond.notify_all()
+
+    def held(self):
+        """What is not committed yet, as :func:`held` describes."""
+        with self._cond:
+            found = dict(self._inflight)
+            for uuid, (first, last) in self._buffer.items():
+                pending.coalesce([(uuid, first), (uuid, last)], into=found)
+            return found
 
     @property
     def buffered(self):
@@ -185,6 +225,7 @@ class Marker(object):
                          len(self._buffer) >= self.size),
                 self._oldest + self.delay - time.monotonic())
             batch = (self._buffer, self._added, self._oldest)
+            self._inflight = self._buffer
             self._buffer, self._oldest, self._urgent = {}, None, False
             return batch
 
@@ -206,7 +247,8 @@ class Marker(object):
             with self._cond:
                 if self._failing:
                     LOG.info('nova_ext index records changes again')
-                self._failing = False
+                self._failing = self._stalled = False
+                self._inflight = {}
                 self._committed = ticket
                 self.marked += len(changes)
                 self._cond.notify_all()
@@ -217,6 +259,7 @@ class Marker(object):
         """Put ``changes`` back; the next backoff, or None: stopping."""
         with self._cond:
             self.failures += 1
+            self._inflight = {}
             for uuid, (first, last) in changes.items():
                 pending.coalesce([(uuid, first), (uuid, last)],
                                  into=self._buffer)

@@ -66,7 +66,7 @@ def refresh(ctx, conf, uuids):
     if not uuids:
         return totals, failed
     ctx = ctx.elevated(read_deleted='yes')
-    mapped = _cells_of(ctx, uuids)
+    mapped = cells_of(ctx, uuids)
     by_cell = collections.defaultdict(list)
     for uuid, cell_uuid in mapped.items():
         if cell_uuid is not None:
@@ -109,7 +109,7 @@ def refresh_now(ctx, conf, uuids):
 
 
 @api_db_api.context_manager.reader
-def _cells_of(context, uuids):
+def cells_of(context, uuids):
     """``{instance uuid: cell uuid, or None for a build request}``.
 
     Of the instances that have a mapping; two columns of a join, where

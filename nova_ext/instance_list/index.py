@@ -25,6 +25,8 @@ Only what cannot be stored is fetched at request time: the services behind
 import collections
 import contextlib
 import datetime
+import threading
+import time
 import uuid as uuid_lib
 
 from nova.compute import instance_list as nova_instance_list
@@ -40,10 +42,12 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import cellhealth
+from nova_ext.index import consumer
 from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
 from nova_ext.index import pending
+from nova_ext.index import refresh
 from nova_ext.index import writer
 from nova_ext.instance_list import base
 from nova_ext.instance_list import services
@@ -90,7 +94,13 @@ class _IndexLister(nova_instance_list.InstanceLister):
     def get_marker_record(self, ctx, marker):
         # Nova looks the marker up in the cell its mapping names; the index
         # holds every cell, so it is looked up there, as Nova does:
-        # elevated, deleted included, without joins.
+        # elevated, deleted included, without joins. As in Nova, a server
+        # without a mapping (archived) is no marker, whatever the index
+        # still holds of it.
+        try:
+            objects.InstanceMapping.get_by_instance_uuid(ctx, marker)
+        except nova_exception.InstanceMappingNotFound:
+            raise nova_exception.MarkerNotFound(marker=marker)
         elevated = ctx.elevated(read_deleted='yes')
         with nova_context.target_cell(elevated, self.cell) as ictx:
             try:
@@ -99,10 +109,6 @@ class _IndexLister(nova_instance_list.InstanceLister):
             except nova_exception.InstanceNotFound:
                 db_inst = None
         if db_inst is None:
-            try:
-                objects.InstanceMapping.get_by_instance_uuid(ctx, marker)
-            except nova_exception.InstanceMappingNotFound:
-                raise nova_exception.MarkerNotFound(marker=marker)
             raise base.Unservable('marker %s is not in the index yet'
                                   % marker)
         return self.cell.uuid, db_inst
@@ -183,16 +189,81 @@ class IndexDriver(base.InstanceListDriver):
         self.conf = conf or CONF
         self.cells = cellhealth.CellHealth()
         self.services = services.Services(self.conf)
+        self._catching_up = threading.Lock()
 
     def is_available(self):
-        lag = pending.lag(db.get_engine(self.conf))
-        return lag <= self.conf.nova_ext_index.max_lag
+        return self.lag() <= self.conf.nova_ext_index.max_lag
 
     def report_stats(self, counts):
         metrics.publish(db.get_engine(self.conf), self.name, counts)
 
     def lag(self):
-        return pending.lag(db.get_engine(self.conf))
+        """Seconds since the oldest change not applied to the index.
+
+        The changes recorded in the pending table, and those this process
+        captured but could not record yet.
+        """
+        lag = pending.lag(db.get_engine(self.conf))
+        held = consumer.held()
+        if held:
+            oldest = min(first for first, _last in held.values())
+            lag = max(lag, time.time() - oldest)
+        return lag
+
+    def catch_up(self, ctx):
+        """Apply every recorded change to the index, or raise Unservable.
+
+        A page must never show a server older than a change already
+        recorded for it: the changes waiting in the pending table are
+        re-read from their cells into the index first, as the index worker
+        would (one read per cell), by one thread of the process at a time.
+        With more than ``catch_up_limit`` waiting, with changes this
+        process could not record, or with a cell that cannot be read, Nova
+        answers instead.
+        """
+        if consumer.held():
+            raise base.Unservable('changes made by this process are not '
+                                  'recorded in the index yet')
+        engine = db.get_engine(self.conf)
+        limit = self.conf.nova_ext_index.catch_up_limit
+        if not pending.take(engine, 1):
+            return
+        with self._catching_up:
+            # Another thread may have applied them meanwhile.
+            taken = pending.take(engine, limit + 1)
+            if not taken:
+                return
+            if len(taken) > limit:
+                raise base.Unservable(
+                    'more than %d changes are not applied to the index yet'
+                    % limit)
+            _totals, failed = refresh.refresh(ctx, self.conf, taken)
+            failed = set(failed)
+            pending.unmark(engine, {u: t for u, t in taken.items()
+                                    if u not in failed})
+        if failed:
+            raise base.Unservable('%d changed instances could not be read '
+                                  'from their cells' % len(failed))
+
+    def _check_archived(self, ctx, records):
+        """Hand to Nova a page showing servers Nova has archived.
+
+        Archiving (``nova-manage db archive_deleted_rows``) moves deleted
+        rows out of the cells and then deletes their instance mappings;
+        with capture on in that process, the mappings' deletion is
+        recorded and applied like any change. Where it was not, the
+        tombstones still in the index are found here, removed, and this
+        request is Nova's.
+        """
+        deleted = [r['uuid'] for r in records if r['deleted']]
+        if not deleted:
+            return
+        mapped = refresh.cells_of(ctx, deleted)
+        archived = [uuid for uuid in deleted if uuid not in mapped]
+        if archived:
+            refresh.refresh_now(ctx, self.conf, archived)
+            raise base.Unservable('%d listed servers were archived'
+                                  % len(archived))
 
     def records(self, ctx, filters, limit, marker, attrs, sort_keys,
                 sort_dirs, cell_down_support=False):
@@ -215,6 +286,7 @@ class IndexDriver(base.InstanceListDriver):
         if down:
             raise base.Unservable('cells %s are down; Nova lists them its '
                                   'own way' % ', '.join(down))
+        self.catch_up(ctx)
         cell = index_cell(self.conf)
         batch_size = nova_instance_list.get_instance_list_cells_batch_size(
             limit, [cell])
@@ -227,6 +299,7 @@ class IndexDriver(base.InstanceListDriver):
             raise base.Unavailable('the index query failed: %s' % (
                 '%s: %s' % (type(lister.error).__name__, lister.error)
                 if lister.error is not None else 'timed out'))
+        self._check_archived(ctx, records)
         return records
 
     def versions(self, uuids):

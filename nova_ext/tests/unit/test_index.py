@@ -563,6 +563,8 @@ class TestIndexConsumer(MarkerTestCase):
     def setUp(self):
         super().setUp()
         self.flags(notification_batch_timeout=10.0, group='nova_ext_index')
+        # As loaded: the consumer runs where it is configured.
+        self.flags(consumers=['index'], group='nova_ext_notifications')
         self.addCleanup(dispatcher.reset)
         dispatcher.reset()
         self.worker = mock.Mock()

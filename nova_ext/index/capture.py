@@ -1,0 +1,211 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Change capture: which instances a Nova database write changes.
+
+Notifications say after the fact, and not always, that an instance
+changed. Capture learns it from the write itself: in every Nova process
+where it is attached (``nova_ext.entry_points.db_writes``), each ORM
+session that writes a row a server list shows or filters on notes the
+instance's uuid, and once the session has committed, the uuids are marked
+pending in the index before Nova's database call returns. A list request
+then re-reads them from their cells before it reads the index (see
+``nova_ext.instance_list.index``), so a change is listed from the moment
+the call that made it returns, as with Nova's own path.
+
+This module only says *what* changed; the listeners that call it are
+installed by the entry point.
+"""
+
+import time
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy.sql import operators
+
+from nova_ext.index import consumer
+
+LOG = logging.getLogger(__name__)
+
+#: Tables whose rows a server list shows or filters on, and the column
+#: holding the instance uuid each row belongs to: the cell tables the
+#: index mirrors (``nova_ext.index.source``), and the API database's
+#: instance mappings (which cell, or archived) and build requests.
+TRACKED = {
+    'instances': 'uuid',
+    'instance_extra': 'instance_uuid',
+    'instance_info_caches': 'instance_uuid',
+    'instance_metadata': 'instance_uuid',
+    'instance_system_metadata': 'instance_uuid',
+    'instance_faults': 'instance_uuid',
+    'pci_devices': 'instance_uuid',
+    'tags': 'resource_id',
+    'block_device_mapping': 'instance_uuid',
+    'security_group_instance_association': 'instance_uuid',
+    'instance_mappings': 'instance_uuid',
+    'build_requests': 'instance_uuid',
+}
+
+#: The key of ``Session.info`` under which a session's changes gather.
+INFO_KEY = 'nova_ext_changed_instances'
+
+
+class Unknown(Exception):
+    """A write to a tracked table whose instances cannot be told."""
+
+
+def _uuid_of(obj, column):
+    state = sa.inspect(obj)
+    value = state.dict.get(column)
+    if value is None and column not in state.dict:
+        # Expired (a deleted object, or one reloaded lazily): its
+        # committed value is what the row held.
+        value = state.attrs[column].loaded_value
+        if value is orm.attributes.NO_VALUE:
+            value = getattr(obj, column)
+    return value
+
+
+def from_flush(session):
+    """The instance uuids of the ORM objects a flush writes.
+
+    Called from ``after_flush``, where ``new``, ``dirty`` and ``deleted``
+    still hold what was flushed.
+    """
+    found = set()
+    for obj in list(session.new) + list(session.dirty) + list(
+            session.deleted):
+        column = TRACKED.get(getattr(obj, '__tablename__', None))
+        if column is None:
+            continue
+        uuid = _uuid_of(obj, column)
+        if uuid is not None:
+            found.add(uuid)
+    return found
+
+
+def _table(statement):
+    table = getattr(statement, 'table', None)
+    name = getattr(table, 'name', None)
+    if name is None:
+        # update(Model), delete(Model): the entity's table.
+        desc = getattr(statement, 'entity_description', None) or {}
+        table = desc.get('table')
+        name = getattr(table, 'name', None)
+    return table, name
+
+
+def _values(params, column):
+    if isinstance(params, dict):
+        params = [params]
+    found = set()
+    for row in params or ():
+        value = row.get(column) if isinstance(row, dict) else None
+        if value is None:
+            raise Unknown('a row without %s' % column)
+        found.add(value)
+    return found
+
+
+def _from_criteria(clause, column):
+    """uuids a WHERE clause pins ``column`` to, or None if it does not.
+
+    Only a conjunction in which ``column = value`` or ``column IN
+    (values)`` appears pins it: anything else (an OR, a comparison with a
+    column) could match rows of other instances.
+    """
+    if clause is None:
+        return None
+    if isinstance(clause, sa.sql.elements.BooleanClauseList):
+        if clause.operator is not operators.and_:
+            return None
+        for child in clause.clauses:
+            found = _from_criteria(child, column)
+            if found is not None:
+                return found
+        return None
+    if not isinstance(clause, sa.sql.elements.BinaryExpression):
+        return None
+    left, right = clause.left, clause.right
+    if getattr(left, 'name', None) != column or not isinstance(
+            right, sa.sql.elements.BindParameter):
+        return None
+    value = right.effective_value
+    if clause.operator is operators.eq and isinstance(value, str):
+        return {value}
+    if clause.operator is operators.in_op and isinstance(
+            value, (list, tuple, set, frozenset)):
+        return set(value)
+    return None
+
+
+def from_statement(state):
+    """The instance uuids an ORM-executed INSERT, UPDATE or DELETE changes.
+
+    Called from ``do_orm_execute`` before the statement runs. A statement
+    that names its instances (an insert's rows, a WHERE clause on the uuid
+    column) is read; any other is asked of the database first, with the
+    same WHERE clause (``DELETE FROM block_device_mapping WHERE id = ...``).
+
+    :returns: a set of uuids; empty for a statement on no tracked table.
+    :raises Unknown: an insert whose rows do not say their instance.
+    """
+    statement = state.statement
+    table, name = _table(statement)
+    column = TRACKED.get(name)
+    if column is None:
+        return set()
+    if state.is_insert:
+        values = getattr(statement, '_values', None)
+        if values:
+            return {v.effective_value if hasattr(v, 'effective_value') else v
+                    for k, v in values.items()
+                    if getattr(k, 'name', k) == column}
+        return _values(state.parameters, column)
+    found = _from_criteria(statement.whereclause, column)
+    if found is not None:
+        return found
+    query = sa.select(table.c[column]).where(statement.whereclause)
+    return {row[0] for row in state.session.execute(
+        query, state.parameters or {}) if row[0] is not None}
+
+
+def note(session, uuids):
+    """Add ``uuids`` to what ``session`` will mark once it commits."""
+    if uuids:
+        session.info.setdefault(INFO_KEY, set()).update(uuids)
+
+
+def take(session):
+    """What ``session`` changed, forgotten by it (commit or rollback)."""
+    return session.info.pop(INFO_KEY, None) or set()
+
+
+def record(conf, uuids):
+    """Mark ``uuids`` changed now; wait (bounded) until that is committed.
+
+    Through this process's :class:`~nova_ext.index.consumer.Marker`, so
+    that the writes of concurrent threads share a transaction. What cannot
+    be committed within ``[nova_ext_index]capture_timeout`` stays buffered
+    and is retried; this process's list requests count it as not applied.
+
+    :returns: whether the marks are committed.
+    """
+    if not uuids:
+        return True
+    marker = consumer.get_marker(conf)
+    ticket = marker.add_all(sorted(uuids), time.time())
+    done = marker.wait(ticket, conf.nova_ext_index.capture_timeout)
+    if not done:
+        LOG.debug('nova_ext index: the changes of %d instances are not '
+                  'recorded yet; kept and retried', len(uuids))
+    return done

@@ -1,0 +1,188 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Every change Nova commits is in the very next list.
+
+No notification consumer runs here: the index learns of changes only from
+capture (``[nova_ext_index]capture``) and the list request's catch-up.
+After each change, without waiting for anything, every list is compared
+byte for byte with Nova's answer at that moment, and must have been served
+by the index.
+"""
+
+from nova.cmd import manage
+from nova import context as nova_context
+
+from nova_ext import conf as ext_conf
+from nova_ext.entry_points import db_writes
+from nova_ext.index import pending
+from nova_ext.index import refresh
+from nova_ext.tests.functional import test_index_parity as parity
+
+CAPTURE = {'capture': True}
+
+#: Microversions whose views differ in what a list shows.
+MICROVERSIONS = ('2.1', '2.73', 'latest')
+
+
+class _CaptureBase(parity.IndexTestCase):
+
+    NOVA_EXT_OPTIONS = dict(parity.CACHED_OPTIONS,
+                            nova_ext_index=CAPTURE)
+    FAST_RENDER = True
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(db_writes.detach)
+        self.assertTrue(db_writes.attached())
+
+    def assertListsNow(self, queries=('', 'all_tenants=1&deleted=true')):
+        """Every list, at every microversion, for admin and member."""
+        for version in MICROVERSIONS:
+            for api in (self.admin_api, self.api):
+                api.microversion = version
+                for path in ('servers', 'servers/detail'):
+                    for query in queries:
+                        if 'all_tenants' in query and api is self.api:
+                            continue
+                        self.assertSameAnswer(
+                            api, path + ('?' + query if query else ''))
+        self.admin_api.microversion = self.api.microversion = 'latest'
+
+
+class TestCaptureReadYourWrites(_CaptureBase):
+
+    def test_api_actions_show_at_once(self):
+        server = self._create_server(host='compute1-1', networks='none')
+        self.assertListsNow()
+        self.attach_port(server, self.neutron.port_1)
+        self.assertListsNow()
+        self.api.post_server_action(
+            server['id'], {'lock': {'locked_reason': 'maintenance'}})
+        self.assertListsNow()
+        self.api.post_server_action(server['id'], {'unlock': None})
+        self.assertListsNow()
+        self.api.post_server_metadata(server['id'], {'k': 'v'})
+        self.assertListsNow(('', 'all_tenants=1&deleted=true', 'name=x'))
+        self.api.put_server_tags(server['id'], ['blue'])
+        self.assertListsNow(('', 'tags=blue'))
+        self.api.put_server(server['id'], {'server': {'name': 'renamed'}})
+        self.assertListsNow(('', 'name=renamed'))
+        self._stop_server(server)
+        self.assertListsNow(('', 'status=SHUTOFF'))
+        self._delete_server(server)
+        self.assertListsNow()
+
+    def test_network_events_show_at_once(self):
+        port = self.neutron.port_1
+        server = self._create_server(host='compute2-1', networks='none')
+        self.attach_port(server, port)
+        fixed = port['fixed_ips'][0]['ip_address']
+        self.assertListsNow(('', 'ip=%s' % fixed))
+
+        floating = '172.24.4.10'
+
+        def floating_ips(retrieve_all=True, **params):
+            if params.get('port_id') == port['id']:
+                return {'floatingips': [{
+                    'id': 'fip-1', 'floating_ip_address': floating,
+                    'port_id': port['id'], 'fixed_ip_address': fixed}]}
+            return {'floatingips': []}
+
+        self.stub_out(self.neutron.__module__ + '.NeutronFixture.'
+                      'list_floatingips',
+                      lambda _self, *a, **kw: floating_ips(*a, **kw))
+        self._external_event(server, 'network-changed', port['id'])
+        self.assertListsNow(('', 'ip=%s' % fixed, 'ip=172.24'))
+        detail = self.admin_api.get_server(server['id'])
+        self.assertIn(floating, str(detail['addresses']))
+
+        self.neutron.delete_port(port['id'])
+        self._external_event(server, 'network-vif-deleted', port['id'])
+        self.assertListsNow(('', 'ip=%s' % fixed))
+        self.assertEqual({}, self.admin_api.get_server(
+            server['id'])['addresses'])
+
+    def attach_port(self, server, port):
+        """Attach ``port`` to ``server``.
+
+        A server booted with a port keeps an empty network info cache in
+        this harness; one with an attached port does not.
+        """
+        self.api.attach_interface(
+            server['id'], {'interfaceAttachment': {'port_id': port['id']}})
+        self.assertTrue(self.admin_api.get_server(server['id'])['addresses'])
+
+    def _external_event(self, server, name, tag):
+        self.admin_api.api_post('/os-server-external-events', {
+            'events': [{'name': name, 'server_uuid': server['id'],
+                        'tag': tag}]})
+
+    def test_failed_build_shows_its_fault(self):
+        huge = self._create_flavor(memory_mb=512, vcpu=10, disk=1)
+        server = self._create_server(flavor_id=huge, networks='none',
+                                     expected_state='ERROR')
+        self.assertListsNow(('', 'status=ERROR'))
+        got = self.admin_api.get_server(server['id'])
+        self.assertIn('fault', got)
+
+    def test_archived_servers_leave_at_once(self):
+        server = self._create_server(host='compute1-1', networks='none')
+        self._delete_server(server)
+        query = 'all_tenants=1&deleted=true'
+        self.assertListsNow(('', query))
+        manage.DbCommands().archive_deleted_rows(max_rows=1000)
+        self.assertListsNow(('', query,
+                             'all_tenants=1&changes-since=2000-01-01'))
+        # A marker of an archived server is Nova's 400.
+        got = self.assertSameAnswer(
+            self.admin_api, 'servers/detail?marker=%s' % server['id'],
+            served=False)
+        self.assertEqual(400, got.status_code)
+
+    def test_lists_catch_up_on_what_is_recorded(self):
+        server = self._create_server(host='compute1-1', networks='none')
+        engine = self.index.engine
+        self.assertListsNow()
+        self.assertEqual({}, pending.take(engine, 10))
+        # Recorded by capture, applied by the list request itself: no
+        # worker runs in this test.
+        self.api.post_server_action(server['id'], {'lock': {}})
+        self.assertEqual([server['id']],
+                         list(pending.take(engine, 10)))
+        self.assertListsNow()
+        self.assertEqual({}, pending.take(engine, 10))
+
+
+class TestCatchUpLimit(_CaptureBase):
+
+    NOVA_EXT_OPTIONS = dict(
+        parity.CACHED_OPTIONS,
+        nova_ext_index=dict(CAPTURE, catch_up_limit=1))
+
+    def test_too_many_changes_are_nova_s(self):
+        servers = [self._create_server(host='compute%d-1' % n,
+                                       networks='none') for n in (1, 2)]
+        for server in servers:
+            self.api.post_server_action(server['id'], {'lock': {}})
+        self.assertEqual(2, len(pending.take(self.index.engine, 10)))
+        before = self.selector.stats.snapshot()
+        self.assertSameAnswer(self.admin_api, 'servers/detail',
+                              served=False)
+        after = self.selector.stats.snapshot()
+        self.assertEqual(before['unservable'] + 1, after['unservable'])
+        self.assertIn('more than 1 changes', after['last_reason'])
+        # Nothing was dropped: once the worker has applied some, the
+        # requests apply the rest.
+        refresh.process_pending(nova_context.get_admin_context(),
+                                ext_conf.CONF, limit=1)
+        self.assertSameAnswer(self.admin_api, 'servers/detail')
+        self.assertEqual({}, pending.take(self.index.engine, 10))

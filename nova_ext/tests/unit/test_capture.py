@@ -1,0 +1,184 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Change capture over Nova's own models, marking a real index."""
+
+import os
+import sqlite3
+import time
+
+import fixtures
+from nova.db.main import models
+from oslo_db.sqlalchemy import orm as oslo_orm
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from nova_ext.entry_points import db_writes
+from nova_ext.index import consumer
+from nova_ext.index import db
+from nova_ext.index import migration
+from nova_ext.index import pending
+from nova_ext.tests.unit import base
+
+A = '00000000-0000-0000-0000-00000000000a'
+B = '00000000-0000-0000-0000-00000000000b'
+C = '00000000-0000-0000-0000-00000000000c'
+
+
+class CaptureTestCase(base.TestCase):
+    """A cell database (SQLite, Nova's models) and an index to mark."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.index_path = os.path.join(tmp, 'index.sqlite')
+        self.flags(connection='sqlite:///%s' % self.index_path,
+                   capture=True, capture_timeout=0.2,
+                   group='nova_ext_index')
+        db.reset()
+        self.addCleanup(db.reset)
+        self.addCleanup(consumer.reset)
+        migration.db_sync(self.conf.conf)
+        self.index = db.get_engine(self.conf.conf)
+        self.cell = sa.create_engine('sqlite://')
+        tables = [models.Instance.__table__,
+                  models.InstanceInfoCache.__table__,
+                  models.InstanceMetadata.__table__,
+                  models.BlockDeviceMapping.__table__,
+                  models.Tag.__table__, models.Migration.__table__]
+        models.BASE.metadata.create_all(self.cell, tables=tables)
+        # oslo.db's Session class, as Nova's enginefacade makes them.
+        self.sessions = orm.sessionmaker(bind=self.cell,
+                                         class_=oslo_orm.Session)
+        self.assertTrue(db_writes.attach(self.conf.conf))
+        self.addCleanup(db_writes.detach)
+        with self.write() as session:
+            for uuid in (A, B, C):
+                session.add(models.Instance(uuid=uuid, deleted=0))
+        self.forget()
+
+    def write(self):
+        return self.sessions.begin()
+
+    def marked(self):
+        return set(pending.take(self.index, 100))
+
+    def forget(self):
+        pending.unmark(self.index, pending.take(self.index, 100))
+
+
+class TestWhatIsCaptured(CaptureTestCase):
+
+    def test_flushed_objects(self):
+        with self.write() as session:
+            session.add(models.InstanceInfoCache(instance_uuid=A,
+                                                 network_info='[]'))
+        self.assertEqual({A}, self.marked())
+        self.forget()
+        with self.write() as session:
+            cache = session.query(models.InstanceInfoCache).one()
+            cache.network_info = '[{"id": 1}]'
+        self.assertEqual({A}, self.marked())
+        self.forget()
+        with self.write() as session:
+            session.delete(session.query(models.InstanceInfoCache).one())
+        self.assertEqual({A}, self.marked())
+
+    def test_bulk_update_by_uuid(self):
+        with self.write() as session:
+            session.query(models.InstanceMetadata).filter_by(
+                instance_uuid=B).update({'value': 'x'})
+        self.assertEqual({B}, self.marked())
+        with self.write() as session:
+            session.query(models.Instance).filter(
+                models.Instance.uuid.in_([A, C])).update({'vm_state': 'x'})
+        self.assertEqual({A, B, C}, self.marked())
+
+    def test_soft_delete_by_id_asks_the_database(self):
+        with self.write() as session:
+            session.add(models.BlockDeviceMapping(instance_uuid=C,
+                                                  volume_id='v'))
+        self.forget()
+        with self.write() as session:
+            query = session.query(models.BlockDeviceMapping).filter_by(id=1)
+            # oslo.db's soft_delete, which Nova uses for most deletes.
+            oslo_orm.Query.soft_delete(query)
+        self.assertEqual({C}, self.marked())
+
+    def test_or_criteria_are_asked_too(self):
+        with self.write() as session:
+            session.query(models.Instance).filter(sa.or_(
+                models.Instance.uuid == A,
+                models.Instance.id == 3)).update({'vm_state': 'x'})
+        self.assertEqual({A, C}, self.marked())
+
+    def test_core_insert_through_the_session(self):
+        # Nova's instance_tag_set.
+        with self.write() as session:
+            session.execute(models.Tag.__table__.insert(),
+                            [{'resource_id': A, 'tag': 't1'},
+                             {'resource_id': B, 'tag': 't2'}])
+        self.assertEqual({A, B}, self.marked())
+
+    def test_rollback_marks_nothing(self):
+        session = self.sessions()
+        session.add(models.InstanceInfoCache(instance_uuid=A))
+        session.flush()
+        session.rollback()
+        session.close()
+        self.assertEqual(set(), self.marked())
+
+    def test_untracked_tables_mark_nothing(self):
+        with self.write() as session:
+            session.add(models.Migration(instance_uuid=A, status='x'))
+        self.assertEqual(set(), self.marked())
+
+    def test_detached_marks_nothing(self):
+        db_writes.detach()
+        with self.write() as session:
+            session.query(models.Instance).filter_by(uuid=A).update(
+                {'vm_state': 'x'})
+        self.assertEqual(set(), self.marked())
+
+    def test_off_by_default(self):
+        db_writes.detach()
+        self.flags(capture=False, group='nova_ext_index')
+        self.assertFalse(db_writes.attach(self.conf.conf))
+
+
+class TestUnwritableIndex(CaptureTestCase):
+    """Nova's writes go on; the changes wait in memory, then land."""
+
+    def test_locked_index_costs_one_timeout_and_loses_nothing(self):
+        blocker = sqlite3.connect(self.index_path, isolation_level=None)
+        blocker.execute('BEGIN IMMEDIATE')
+        try:
+            started = time.monotonic()
+            with self.write() as session:
+                session.query(models.Instance).filter_by(uuid=A).update(
+                    {'vm_state': 'x'})
+            first = time.monotonic() - started
+            started = time.monotonic()
+            with self.write() as session:
+                session.query(models.Instance).filter_by(uuid=B).update(
+                    {'vm_state': 'x'})
+            second = time.monotonic() - started
+            # The first write waited for capture_timeout, the second
+            # not at all; both changes are held, not lost.
+            self.assertGreaterEqual(first, 0.2)
+            self.assertLess(second, 0.2)
+            self.assertEqual({A, B}, set(consumer.held()))
+        finally:
+            blocker.execute('ROLLBACK')
+            blocker.close()
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(15))
+        self.assertEqual({}, consumer.held())
+        self.assertEqual({A, B}, self.marked())
