@@ -21,8 +21,10 @@ session of the process:
 * ``do_orm_execute``: the INSERT, UPDATE and DELETE statements run through
   a session (``Query.update()``, ``Query.delete()``, oslo.db's
   ``soft_delete`` and ``update_on_match``, Nova's tag insert);
-* ``after_commit``: the uuids gathered are marked in the index before the
-  commit returns to Nova; ``after_rollback`` forgets them.
+* ``before_commit``: the uuids gathered, and those of the objects about to
+  be flushed, are marked in the index and held;
+* ``after_commit`` and ``after_rollback``: the holds are released (and the
+  marks renewed) before the commit returns to Nova.
 
 Statements that Nova runs on a bare connection, outside any session, are
 not seen: in Nova 34 only ``archive_deleted_rows`` does so on tracked
@@ -65,22 +67,33 @@ def _do_orm_execute(state):
                   'reconcile pass', e, state.statement)
 
 
+def _guarded(step, *args):
+    if _CONF is None:
+        return
+    try:
+        step(_CONF, *args)
+    except Exception:  # noqa: a mark must never fail Nova's write
+        LOG.exception('nova_ext index could not mark changed instances')
+
+
+def _before_commit(session):
+    # A savepoint's commit is no commit: its changes are held with the
+    # transaction's.
+    if not session.in_nested_transaction():
+        _guarded(capture.hold, session)
+
+
 def _after_commit(session):
-    uuids = capture.take(session)
-    if uuids and _CONF is not None:
-        try:
-            capture.record(_CONF, uuids)
-        except Exception:  # noqa: a mark must never fail Nova's write
-            LOG.exception('nova_ext index could not mark %d changed '
-                          'instances', len(uuids))
+    _guarded(capture.release, session, True)
 
 
 def _after_rollback(session):
-    capture.take(session)
+    _guarded(capture.release, session, False)
 
 
 _LISTENERS = (('after_flush', _after_flush),
               ('do_orm_execute', _do_orm_execute),
+              ('before_commit', _before_commit),
               ('after_commit', _after_commit),
               ('after_rollback', _after_rollback))
 

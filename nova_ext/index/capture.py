@@ -15,14 +15,16 @@ Notifications say after the fact, and not always, that an instance
 changed. Capture learns it from the write itself: in every Nova process
 where it is attached (``nova_ext.entry_points.db_writes``), each ORM
 session that writes a row a server list shows or filters on notes the
-instance's uuid, and once the session has committed, the uuids are marked
-pending in the index before Nova's database call returns. A list request
-then re-reads them from their cells before it reads the index (see
-``nova_ext.instance_list.index``), so a change is listed from the moment
-the call that made it returns, as with Nova's own path.
+instance's uuid. Before the session commits, the uuids are marked pending
+in the index and *held*; once it has committed (or rolled back), the
+marks are released and renewed, all before Nova's database call returns.
+A list request re-reads marked instances from their cells before it reads
+the index (see ``nova_ext.instance_list.index``), and a held mark is not
+removed by a read made before the commit: from the moment Nova's commit
+makes a change visible, a list shows it, as with Nova's own path.
 
-This module only says *what* changed; the listeners that call it are
-installed by the entry point.
+This module says *what* changed and records it; the listeners that call
+it are installed by the entry point.
 """
 
 import time
@@ -33,6 +35,8 @@ from sqlalchemy import orm
 from sqlalchemy.sql import operators
 
 from nova_ext.index import consumer
+from nova_ext.index import db
+from nova_ext.index import pending
 
 LOG = logging.getLogger(__name__)
 
@@ -55,8 +59,10 @@ TRACKED = {
     'build_requests': 'instance_uuid',
 }
 
-#: The key of ``Session.info`` under which a session's changes gather.
+#: The keys of ``Session.info`` under which a session's changes gather,
+#: and those of them held before its commit.
 INFO_KEY = 'nova_ext_changed_instances'
+HELD_KEY = 'nova_ext_held_instances'
 
 
 class Unknown(Exception):
@@ -185,12 +191,57 @@ def note(session, uuids):
         session.info.setdefault(INFO_KEY, set()).update(uuids)
 
 
-def take(session):
-    """What ``session`` changed, forgotten by it (commit or rollback)."""
-    return session.info.pop(INFO_KEY, None) or set()
+def hold(conf, session):
+    """Before ``session`` commits: mark what it changes, held.
+
+    What it flushed and what it is about to flush. Held marks stay in the
+    index until released (:func:`release`), so that a list request that
+    re-reads an instance before the commit, and so reads what Nova shows
+    until then, re-reads it again after.
+    """
+    uuids = set(session.info.get(INFO_KEY, ())) | from_flush(session)
+    if not uuids:
+        return
+    session.info[HELD_KEY] = uuids
+    # Written by this thread, not the marker's: Nova's transaction is open,
+    # and a thread that waits for another lets others run (eventlet), which
+    # must not happen while a connection is inside a transaction that
+    # others may share.
+    now = time.time()
+    marker = consumer.get_marker(conf)
+    if not marker.stalled:
+        try:
+            pending.mark(db.get_engine(conf, in_transaction=True),
+                         {u: (now, now) for u in uuids},
+                         {u: (1, 0) for u in uuids},
+                         timeout=conf.nova_ext_index.capture_timeout)
+            return
+        except Exception as e:
+            LOG.warning('nova_ext index cannot hold the marks of %d '
+                        'instances (%s: %s); keeping them and retrying',
+                        len(uuids), type(e).__name__, e)
+            marker.stall()
+    # Kept and retried by the marker; until then this process's lists are
+    # Nova's (consumer.held()), and the writes that follow do not wait.
+    marker.add_all(sorted(uuids), now, holds=1)
 
 
-def record(conf, uuids):
+def release(conf, session, committed):
+    """After ``session`` committed (or rolled back): release its holds.
+
+    The release renews the marks: a list request re-reads the instances
+    as committed. What the commit's last flush changed that the hold did
+    not foresee is marked now.
+    """
+    held = session.info.pop(HELD_KEY, None) or set()
+    changed = session.info.pop(INFO_KEY, None) or set()
+    if held:
+        record(conf, held, releases=1)
+    if committed and changed - held:
+        record(conf, changed - held)
+
+
+def record(conf, uuids, holds=0, releases=0):
     """Mark ``uuids`` changed now; wait (bounded) until that is committed.
 
     Through this process's :class:`~nova_ext.index.consumer.Marker`, so
@@ -203,7 +254,8 @@ def record(conf, uuids):
     if not uuids:
         return True
     marker = consumer.get_marker(conf)
-    ticket = marker.add_all(sorted(uuids), time.time())
+    ticket = marker.add_all(sorted(uuids), time.time(), holds=holds,
+                            releases=releases)
     done = marker.wait(ticket, conf.nova_ext_index.capture_timeout)
     if not done:
         LOG.debug('nova_ext index: the changes of %d instances are not '

@@ -131,6 +131,9 @@ class Marker(object):
         self.marked = self.failures = 0
         self._cond = threading.Condition()
         self._buffer, self._oldest = {}, None
+        # {uuid: [holds, releases]} of the buffered changes (see
+        # pending.mark).
+        self._holds = {}
         # The changes of the transaction under way.
         self._inflight = {}
         # Tickets: the changes added so far, and how many of the first of
@@ -147,11 +150,18 @@ class Marker(object):
         """Buffer a change; returns a ticket for :meth:`wait`."""
         return self.add_all([uuid], when)
 
-    def add_all(self, uuids, when):
-        """Buffer changes of ``uuids`` at ``when``; a ticket for all."""
+    def add_all(self, uuids, when, holds=0, releases=0):
+        """Buffer changes of ``uuids`` at ``when``; a ticket for all.
+
+        :param holds: holds each mark takes, :param releases: holds it
+            gives back (``pending.mark``).
+        """
         with self._cond:
             pending.coalesce([(uuid, when) for uuid in uuids],
                              into=self._buffer)
+            if holds or releases:
+                _add_holds(self._holds, {u: (holds, releases)
+                                         for u in uuids})
             self._added += 1
             if self._oldest is None:
                 self._oldest = time.monotonic()
@@ -189,6 +199,17 @@ class Marker(object):
             self._urgent = True
             self._cond.notify_all()
 
+    @property
+    def stalled(self):
+        """Whether changes wait that could not be recorded in time."""
+        with self._cond:
+            return self._failing or self._stalled
+
+    def stall(self):
+        """Have waits return at once until the next commit succeeds."""
+        with self._cond:
+            self._stalled = True
+
     def held(self):
         """What is not committed yet, as :func:`held` describes."""
         with self._cond:
@@ -214,7 +235,10 @@ class Marker(object):
         self._thread.join(timeout)
 
     def _take(self):
-        """Wait for a batch; ``(changes, ticket, oldest)``, or None: stop."""
+        """Wait for a batch, or None: stop.
+
+        A batch is ``(changes, holds, ticket, oldest)``.
+        """
         with self._cond:
             self._cond.wait_for(lambda: self._buffer or self._stop)
             if not self._buffer:
@@ -224,9 +248,10 @@ class Marker(object):
                 lambda: (self._stop or self._urgent or
                          len(self._buffer) >= self.size),
                 self._oldest + self.delay - time.monotonic())
-            batch = (self._buffer, self._added, self._oldest)
+            batch = (self._buffer, self._holds, self._added, self._oldest)
             self._inflight = self._buffer
-            self._buffer, self._oldest, self._urgent = {}, None, False
+            self._buffer, self._holds = {}, {}
+            self._oldest, self._urgent = None, False
             return batch
 
     def _run(self):
@@ -235,11 +260,11 @@ class Marker(object):
             batch = self._take()
             if batch is None:
                 return
-            changes, ticket, oldest = batch
+            changes, holds, ticket, oldest = batch
             try:
-                pending.mark(db.get_engine(self.conf), changes)
+                pending.mark(db.get_engine(self.conf), changes, holds)
             except Exception as e:
-                backoff = self._failed(changes, oldest, e, backoff)
+                backoff = self._failed(changes, holds, oldest, e, backoff)
                 if backoff is None:
                     return
                 continue
@@ -255,7 +280,7 @@ class Marker(object):
             if self.wake is not None:
                 self.wake()
 
-    def _failed(self, changes, oldest, error, backoff):
+    def _failed(self, changes, holds, oldest, error, backoff):
         """Put ``changes`` back; the next backoff, or None: stopping."""
         with self._cond:
             self.failures += 1
@@ -263,6 +288,7 @@ class Marker(object):
             for uuid, (first, last) in changes.items():
                 pending.coalesce([(uuid, first), (uuid, last)],
                                  into=self._buffer)
+            _add_holds(self._holds, holds)
             self._oldest = min(oldest, self._oldest or oldest)
             if self._stop:
                 LOG.error('nova_ext index: stopping with the changes of %d '
@@ -279,6 +305,13 @@ class Marker(object):
             # Woken early only to stop (one last attempt).
             self._cond.wait_for(lambda: self._stop, backoff)
         return min(backoff * 2, MAX_BACKOFF)
+
+
+def _add_holds(into, holds):
+    for uuid, (held, released) in holds.items():
+        counts = into.setdefault(uuid, [0, 0])
+        counts[0] += held
+        counts[1] += released
 
 
 def _more_queued(conf):

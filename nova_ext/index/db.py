@@ -50,11 +50,15 @@ def connection_url(conf):
     return 'sqlite:///%s' % path
 
 
+#: Milliseconds an SQLite connection of the index waits for a lock.
+BUSY_TIMEOUT_MS = 10000
+
+
 def _sqlite_pragmas(dbapi_connection, connection_record):
     # nova-api reads while the indexer writes: WAL lets readers go on during
     # a write, and busy_timeout makes writers queue instead of failing.
     cursor = dbapi_connection.cursor()
-    cursor.execute('PRAGMA busy_timeout = 10000')
+    cursor.execute('PRAGMA busy_timeout = %d' % BUSY_TIMEOUT_MS)
     cursor.execute('PRAGMA journal_mode = WAL')
     cursor.close()
 
@@ -75,20 +79,40 @@ def _sqlite_begin(conn, cursor, statement, parameters, context, many):
 
 
 @contextlib.contextmanager
-def begin_write(engine):
+def begin_write(engine, timeout=None):
     """``with begin_write(engine) as conn``: a transaction that writes.
 
     Committed on exit, rolled back on an exception, like ``engine.begin()``;
     on SQLite it holds the database's write lock from its first statement,
     so that nothing another connection commits can invalidate what it read.
+
+    :param timeout: seconds to wait for SQLite's write lock, instead of
+        BUSY_TIMEOUT_MS.
     """
     with engine.connect() as conn:
         conn.execution_options(**{WRITE: True})
-        with conn.begin():
-            yield conn
+        sqlite = timeout is not None and engine.dialect.name == 'sqlite'
+        if sqlite:
+            # On the DBAPI connection: through SQLAlchemy's, the pragma
+            # would begin the transaction, deferred.
+            _busy_timeout(conn, int(timeout * 1000))
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            if sqlite:
+                _busy_timeout(conn, BUSY_TIMEOUT_MS)
 
 
-def write(engine, fn, attempts=3):
+def _busy_timeout(conn, ms):
+    cursor = conn.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute('PRAGMA busy_timeout = %d' % ms)
+    finally:
+        cursor.close()
+
+
+def write(engine, fn, attempts=3, timeout=None):
     """``fn(conn)`` in a :func:`begin_write` transaction; its result.
 
     Run again while it loses a race (:func:`lost_race`), up to ``attempts``
@@ -96,7 +120,7 @@ def write(engine, fn, attempts=3):
     """
     for attempt in range(attempts):
         try:
-            with begin_write(engine) as conn:
+            with begin_write(engine, timeout) as conn:
                 return fn(conn)
         except (db_exc.DBError, sa_exc.DBAPIError) as e:
             if attempt == attempts - 1 or not lost_race(e):
@@ -158,28 +182,37 @@ def _connect_timeout(url, timeout):
     return ''
 
 
-def get_context_manager(conf):
-    """The enginefacade transaction context of the index, one per URL."""
+def get_context_manager(conf, in_transaction=False):
+    """The enginefacade transaction context of the index, one per URL.
+
+    :param in_transaction: the one for writes made while a Nova transaction
+        is open (change capture's holds): its connections do not yield to
+        other greenthreads when they go back to the pool (oslo.db's
+        ``thread_checkin``), since under eventlet no other greenthread may
+        run while a transaction is open on a connection that others may
+        share (as Nova's harness shares its in-memory cell databases).
+    """
     url = connection_url(conf)
     with _LOCK:
-        manager = _MANAGERS.get(url)
+        manager = _MANAGERS.get((url, in_transaction))
         if manager is None:
             manager = enginefacade.transaction_context()
             # nova-api must learn at once that the index is unreachable and
             # answer from Nova's path: no connection retries at start-up
             # (oslo.db's default waits 100 s), a bounded connect.
             manager.configure(connection=url, max_retries=0,
+                              thread_checkin=not in_transaction,
                               connection_parameters=_connect_timeout(
                                   url, conf.nova_ext_index.query_timeout))
             engine = manager.writer.get_engine()
             if engine.dialect.name == 'sqlite':
                 _setup_sqlite(engine)
-            _MANAGERS[url] = manager
+            _MANAGERS[(url, in_transaction)] = manager
         return manager
 
 
-def get_engine(conf):
-    return get_context_manager(conf).writer.get_engine()
+def get_engine(conf, in_transaction=False):
+    return get_context_manager(conf, in_transaction).writer.get_engine()
 
 
 def target(ctx, conf):

@@ -31,7 +31,13 @@ from nova_ext.index import db
 PENDING = sa.table(
     'nova_ext_index_pending',
     sa.column('uuid', sa.String), sa.column('first_event_at', sa.Float),
-    sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer))
+    sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer),
+    sa.column('holds', sa.Integer), sa.column('releases', sa.Integer),
+    sa.column('held_at', sa.Float))
+
+#: Seconds after its last hold that a mark with more holds than releases
+#: may be removed all the same: its writer died before it could release.
+HOLD_EXPIRY = 300.0
 
 
 def coalesce(events, into=None):
@@ -46,23 +52,35 @@ def coalesce(events, into=None):
     return latest
 
 
-def mark(engine, events):
+def mark(engine, events, holds=None, timeout=None):
     """Mark instances as changed, in one transaction.
 
     :param events: iterable of ``(uuid, event_time)``, event_time in epoch
         seconds; or a dict of :func:`coalesce`.
+    :param holds: ``{uuid: (holds, releases)}`` to add to the marks: a
+        Nova transaction that will change the instance and has not
+        committed yet holds its mark, and releases it once it has
+        committed (or rolled back); see :func:`unmark`.
+    :param timeout: seconds to wait for a lock, where the database allows
+        (``db.begin_write``).
     """
     latest = events if isinstance(events, dict) else coalesce(events)
     if not latest:
         return
+    holds = holds or {}
     # In uuid order: concurrent marks lock rows in the same order, so that
     # they wait for each other rather than deadlock.
-    rows = [{'uuid': uuid, 'first_event_at': first, 'last_event_at': last,
-             'attempts': 0} for uuid, (first, last) in sorted(latest.items())]
+    rows = []
+    for uuid, (first, last) in sorted(latest.items()):
+        held, released = holds.get(uuid, (0, 0))
+        rows.append({'uuid': uuid, 'first_event_at': first,
+                     'last_event_at': last, 'attempts': 0, 'holds': held,
+                     'releases': released,
+                     'held_at': last if held else 0.0})
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
     # and its insert: db.write runs it again.
-    db.write(engine, lambda conn: _mark(conn, rows))
+    db.write(engine, lambda conn: _mark(conn, rows), timeout=timeout)
 
 
 def _upsert(dialect):
@@ -71,7 +89,7 @@ def _upsert(dialect):
     One statement, which starts with a write: no read whose result another
     writer could change before the write.
     """
-    first, last = PENDING.c.first_event_at, PENDING.c.last_event_at
+    c = PENDING.c
     if dialect in ('sqlite', 'postgresql'):
         insert = (sqlite if dialect == 'sqlite' else postgresql).insert
         stmt = insert(PENDING)
@@ -81,16 +99,22 @@ def _upsert(dialect):
         least, greatest = ((sa.func.min, sa.func.max) if dialect == 'sqlite'
                            else (sa.func.least, sa.func.greatest))
         return stmt.on_conflict_do_update(
-            index_elements=[PENDING.c.uuid],
-            set_={'first_event_at': least(first, new.first_event_at),
-                  'last_event_at': greatest(last, new.last_event_at)})
+            index_elements=[c.uuid], set_=_merged(new, least, greatest))
     if dialect == 'mysql':
         stmt = mysql.insert(PENDING)
         return stmt.on_duplicate_key_update(
-            first_event_at=sa.func.least(first, stmt.inserted.first_event_at),
-            last_event_at=sa.func.greatest(last,
-                                           stmt.inserted.last_event_at))
+            **_merged(stmt.inserted, sa.func.least, sa.func.greatest))
     return None
+
+
+def _merged(new, least, greatest):
+    """What an upsert sets: ``new`` (the row offered) merged in."""
+    c = PENDING.c
+    return {'first_event_at': least(c.first_event_at, new.first_event_at),
+            'last_event_at': greatest(c.last_event_at, new.last_event_at),
+            'holds': c.holds + new.holds,
+            'releases': c.releases + new.releases,
+            'held_at': greatest(c.held_at, new.held_at)}
 
 
 def _mark(conn, rows):
@@ -107,13 +131,17 @@ def _mark(conn, rows):
         if row is None:
             new.append(values)
         elif (values['last_event_at'] > row.last_event_at or
-                values['first_event_at'] < row.first_event_at):
+                values['first_event_at'] < row.first_event_at or
+                values['holds'] or values['releases']):
             conn.execute(sa.update(PENDING).where(
                 PENDING.c.uuid == row.uuid).values(
                 first_event_at=min(values['first_event_at'],
                                    row.first_event_at),
                 last_event_at=max(values['last_event_at'],
-                                  row.last_event_at)))
+                                  row.last_event_at),
+                holds=row.holds + values['holds'],
+                releases=row.releases + values['releases'],
+                held_at=max(row.held_at, values['held_at'])))
     if new:
         conn.execute(sa.insert(PENDING), new)
 
@@ -141,15 +169,23 @@ def take(engine, limit, skip=()):
     return taken
 
 
-def unmark(engine, taken):
-    """Remove marks that no event has renewed since they were taken."""
+def unmark(engine, taken, now=None):
+    """Remove marks that no event has renewed since they were taken.
+
+    Nor those a Nova transaction still holds (more holds than releases):
+    what was read of their instance may predate its commit. A hold older
+    than HOLD_EXPIRY is its writer's that died.
+    """
     if not taken:
         return
+    expired = (time.time() if now is None else now) - HOLD_EXPIRY
     with db.begin_write(engine) as conn:
         # One statement, executed for every mark (executemany).
         conn.execute(sa.delete(PENDING).where(
             PENDING.c.uuid == sa.bindparam('taken_uuid'),
-            PENDING.c.last_event_at <= sa.bindparam('taken_last')),
+            PENDING.c.last_event_at <= sa.bindparam('taken_last'),
+            sa.or_(PENDING.c.holds <= PENDING.c.releases,
+                   PENDING.c.held_at < expired)),
             [{'taken_uuid': uuid, 'taken_last': last}
              for uuid, last in sorted(taken.items())])
 

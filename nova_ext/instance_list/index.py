@@ -25,8 +25,6 @@ Only what cannot be stored is fetched at request time: the services behind
 import collections
 import contextlib
 import datetime
-import threading
-import time
 import uuid as uuid_lib
 
 from nova.compute import instance_list as nova_instance_list
@@ -42,14 +40,12 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import cellhealth
-from nova_ext.index import consumer
 from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
-from nova_ext.index import pending
-from nova_ext.index import refresh
 from nova_ext.index import writer
 from nova_ext.instance_list import base
+from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import services
 
 CONF = ext_conf.CONF
@@ -189,7 +185,7 @@ class IndexDriver(base.InstanceListDriver):
         self.conf = conf or CONF
         self.cells = cellhealth.CellHealth()
         self.services = services.Services(self.conf)
-        self._catching_up = threading.Lock()
+        self.catch_up = catch_up.CatchUp(self.conf)
 
     def is_available(self):
         return self.lag() <= self.conf.nova_ext_index.max_lag
@@ -198,72 +194,7 @@ class IndexDriver(base.InstanceListDriver):
         metrics.publish(db.get_engine(self.conf), self.name, counts)
 
     def lag(self):
-        """Seconds since the oldest change not applied to the index.
-
-        The changes recorded in the pending table, and those this process
-        captured but could not record yet.
-        """
-        lag = pending.lag(db.get_engine(self.conf))
-        held = consumer.held()
-        if held:
-            oldest = min(first for first, _last in held.values())
-            lag = max(lag, time.time() - oldest)
-        return lag
-
-    def catch_up(self, ctx):
-        """Apply every recorded change to the index, or raise Unservable.
-
-        A page must never show a server older than a change already
-        recorded for it: the changes waiting in the pending table are
-        re-read from their cells into the index first, as the index worker
-        would (one read per cell), by one thread of the process at a time.
-        With more than ``catch_up_limit`` waiting, with changes this
-        process could not record, or with a cell that cannot be read, Nova
-        answers instead.
-        """
-        if consumer.held():
-            raise base.Unservable('changes made by this process are not '
-                                  'recorded in the index yet')
-        engine = db.get_engine(self.conf)
-        limit = self.conf.nova_ext_index.catch_up_limit
-        if not pending.take(engine, 1):
-            return
-        with self._catching_up:
-            # Another thread may have applied them meanwhile.
-            taken = pending.take(engine, limit + 1)
-            if not taken:
-                return
-            if len(taken) > limit:
-                raise base.Unservable(
-                    'more than %d changes are not applied to the index yet'
-                    % limit)
-            _totals, failed = refresh.refresh(ctx, self.conf, taken)
-            failed = set(failed)
-            pending.unmark(engine, {u: t for u, t in taken.items()
-                                    if u not in failed})
-        if failed:
-            raise base.Unservable('%d changed instances could not be read '
-                                  'from their cells' % len(failed))
-
-    def _check_archived(self, ctx, records):
-        """Hand to Nova a page showing servers Nova has archived.
-
-        Archiving (``nova-manage db archive_deleted_rows``) moves deleted
-        rows out of the cells and then deletes their instance mappings;
-        with capture on in that process, the mappings' deletion is
-        recorded and applied like any change. Where it was not, the
-        tombstones still in the index are found here, removed, and this
-        request is Nova's.
-        """
-        deleted = [r['uuid'] for r in records if r['deleted']]
-        if not deleted:
-            return
-        mapped = refresh.cells_of(ctx, deleted)
-        archived = [uuid for uuid in deleted if uuid not in mapped]
-        if archived:
-            refresh.refresh_now(ctx, self.conf, archived)
-            raise base.Unservable('%d listed servers were archived'
-                                  % len(archived))
+        return catch_up.lag(self.conf)
 
     def records(self, ctx, filters, limit, marker, attrs, sort_keys,
                 sort_dirs, cell_down_support=False):
@@ -299,7 +230,7 @@ class IndexDriver(base.InstanceListDriver):
             raise base.Unavailable('the index query failed: %s' % (
                 '%s: %s' % (type(lister.error).__name__, lister.error)
                 if lister.error is not None else 'timed out'))
-        self._check_archived(ctx, records)
+        self.catch_up.check_archived(ctx, records)
         return records
 
     def versions(self, uuids):
@@ -316,7 +247,13 @@ class IndexDriver(base.InstanceListDriver):
         Nova's view reads every cell of the page for the block device
         mappings of its instances; the index holds them, and answers the
         same query (the context's ``read_deleted`` applies, as in the
-        cells), in the order the cells hold them.
+        cells), only without making ORM objects of its rows.
+
+        Nova's query has no ORDER BY: a server's volumes come in the order
+        of whichever table index its cell's database picks, which depends
+        on how that database's schema was made. The volumes of a server
+        that has several are therefore read from its cell, as Nova reads
+        them; a page reads the cells only for those.
 
         :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
         """
@@ -326,13 +263,36 @@ class IndexDriver(base.InstanceListDriver):
             return found
         with self._reading(ctx) as ictx:
             query = main_db_api.model_query(ictx, model).filter(
-                model.instance_uuid.in_(uuids)).with_entities(
-                model.instance_uuid, model.volume_id,
-                model.delete_on_termination).order_by(model.id)
-            for uuid, volume_id, delete_on_termination in query:
-                found[uuid].append(
-                    {'volume_id': volume_id,
-                     'delete_on_termination': delete_on_termination})
+                model.instance_uuid.in_(uuids))
+            for row in ictx.session.connection().execute(query.statement):
+                found[row.instance_uuid].append(
+                    {'volume_id': row.volume_id,
+                     'delete_on_termination': row.delete_on_termination})
+        several = [uuid for uuid, volumes in found.items()
+                   if len(volumes) > 1]
+        if several:
+            found.update(self._volumes_from_cells(ctx, several))
+        return found
+
+    def _volumes_from_cells(self, ctx, uuids):
+        book = writer.BOOK
+        with db.get_engine(self.conf).connect() as conn:
+            cells = conn.execute(sa.select(book.c.uuid, book.c.cell_uuid)
+                                 .where(book.c.uuid.in_(uuids))).all()
+        by_cell = collections.defaultdict(list)
+        for uuid, cell_uuid in cells:
+            by_cell[cell_uuid].append(uuid)
+        found = {}
+        for cell_uuid, cell_uuids in by_cell.items():
+            cell = objects.CellMapping.get_by_uuid(ctx, cell_uuid)
+            with nova_context.target_cell(ctx, cell) as cctx:
+                bdms = objects.BlockDeviceMappingList.bdms_by_instance_uuid(
+                    cctx, cell_uuids)
+            for uuid in cell_uuids:
+                found[uuid] = [
+                    {'volume_id': bdm.volume_id,
+                     'delete_on_termination': bdm.delete_on_termination}
+                    for bdm in bdms.get(uuid, ())]
         return found
 
     def metadata(self, ctx, uuids, system=False):

@@ -148,6 +148,34 @@ class TestCaptureReadYourWrites(_CaptureBase):
             served=False)
         self.assertEqual(400, got.status_code)
 
+    def test_failed_volume_attach_leaves_at_once(self):
+        server = self._create_server(host='compute2-1', networks='none')
+        driver = type(self.computes['compute2-1'].manager.driver)
+
+        def fail(*args, **kwargs):
+            raise RuntimeError('attach failed, as the test asked')
+        self.stub_out('%s.%s.attach_volume' % (driver.__module__,
+                                               driver.__name__), fail)
+        self.api.api_post(
+            '/servers/%s/os-volume_attachments' % server['id'],
+            {'volumeAttachment': {
+                'volumeId': '7d000000-0000-4000-8000-000000000000'}},
+            check_response_status=[])
+        self.assertListsNow(('', 'changes-since=2000-01-01T00:00:00Z'))
+        self.assertEqual([], self.admin_api.get_server(server['id'])[
+            'os-extended-volumes:volumes_attached'])
+
+    def test_volumes_in_novas_order(self):
+        server = self._create_server(host='compute1-1', networks='none')
+        # Attached in neither the order of their ids nor its reverse.
+        for volume in ('9a000000-0000-4000-8000-000000000000',
+                       '1b000000-0000-4000-8000-000000000000',
+                       '5c000000-0000-4000-8000-000000000000'):
+            self.api.api_post(
+                '/servers/%s/os-volume_attachments' % server['id'],
+                {'volumeAttachment': {'volumeId': volume}})
+        self.assertListsNow(('', 'changes-since=2000-01-01T00:00:00Z'))
+
     def test_lists_catch_up_on_what_is_recorded(self):
         server = self._create_server(host='compute1-1', networks='none')
         engine = self.index.engine

@@ -154,6 +154,73 @@ class TestWhatIsCaptured(CaptureTestCase):
         self.assertFalse(db_writes.attach(self.conf.conf))
 
 
+class TestHolds(CaptureTestCase):
+    """A mark is held from before Nova's commit until after it."""
+
+    def holds(self):
+        with self.index.connect() as conn:
+            return {r.uuid: (r.holds, r.releases) for r in conn.execute(
+                sa.select(pending.PENDING))}
+
+    def before_commit(self, listener):
+        """Run ``listener(session)`` after capture's hold, before commit."""
+        # Registered after capture's: runs after it.
+        sa.event.listen(orm.Session, 'before_commit', listener)
+        self.addCleanup(sa.event.remove, orm.Session, 'before_commit',
+                        listener)
+
+    def test_marked_and_held_before_the_commit(self):
+        seen = []
+        self.before_commit(lambda session: seen.append(self.holds()))
+        with self.write() as session:
+            session.add(models.InstanceInfoCache(instance_uuid=A))
+        self.assertEqual([{A: (1, 0)}], seen)
+        self.assertEqual({A: (1, 1)}, self.holds())
+
+    def test_a_read_before_the_commit_does_not_unmark(self):
+        taken = {}
+
+        def list_request(session):
+            # A list request re-reads A now, before Nova's commit, and
+            # would take its mark away.
+            taken.update(pending.take(self.index, 10))
+            pending.unmark(self.index, taken)
+            self.assertEqual({A}, self.marked())
+        self.before_commit(list_request)
+        with self.write() as session:
+            session.query(models.Instance).filter_by(uuid=A).update(
+                {'vm_state': 'x'})
+        # Released, and renewed: the read above is not enough.
+        self.assertGreater(pending.take(self.index, 10)[A], taken[A])
+        pending.unmark(self.index, taken)
+        self.assertEqual({A}, self.marked())
+        self.forget()
+        self.assertEqual(set(), self.marked())
+
+    def test_a_failed_commit_releases(self):
+        def fail(session):
+            raise RuntimeError('the commit fails')
+        self.before_commit(fail)
+        session = self.sessions()
+        session.add(models.InstanceInfoCache(instance_uuid=B))
+        self.assertRaises(RuntimeError, session.commit)
+        session.rollback()
+        session.close()
+        self.assertEqual({B: (1, 1)}, self.holds())
+
+    def test_a_hold_expires(self):
+        with self.write() as session:
+            session.add(models.InstanceInfoCache(instance_uuid=C))
+        taken = pending.take(self.index, 10)
+        # A writer that died between its hold and its release.
+        pending.mark(self.index, [(C, taken[C])], {C: (1, 0)})
+        pending.unmark(self.index, pending.take(self.index, 10))
+        self.assertEqual({C}, self.marked())
+        pending.unmark(self.index, pending.take(self.index, 10),
+                       now=time.time() + pending.HOLD_EXPIRY + 1)
+        self.assertEqual(set(), self.marked())
+
+
 class TestUnwritableIndex(CaptureTestCase):
     """Nova's writes go on; the changes wait in memory, then land."""
 

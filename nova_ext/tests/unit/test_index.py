@@ -464,9 +464,9 @@ class MarkerTestCase(IndexDBTestCase):
         self.batches = []
         real = self.real_mark = pending.mark
 
-        def recording(engine, changes):
+        def recording(engine, changes, holds=None):
             self.batches.append(dict(changes))
-            return real(engine, changes)
+            return real(engine, changes, holds)
         self.useFixture(fixtures.MockPatchObject(pending, 'mark',
                                                  side_effect=recording))
         self.useFixture(fixtures.MockPatchObject(consumer, 'BACKOFF', 0.01))
@@ -521,11 +521,11 @@ class TestMarker(MarkerTestCase):
     def test_a_mark_failing_twice_loses_nothing(self):
         real, calls = self.real_mark, []
 
-        def fails_twice(engine, changes):
+        def fails_twice(engine, changes, holds=None):
             calls.append(dict(changes))
             if len(calls) <= 2:
                 raise db_exc.DBError('index away')
-            return real(engine, changes)
+            return real(engine, changes, holds)
         pending.mark.side_effect = fails_twice
         marker = self.marker(delay=0.001)
         ticket = marker.add('a', 1.0)

@@ -1,0 +1,107 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Before the index answers a list: every recorded change applied.
+
+Capture (``nova_ext.index.capture``) and the notification consumers mark
+changed instances in the index's pending table; the index worker applies
+the marks in the background. A list request does not wait for it: it
+applies what is still marked itself, re-reading those instances from
+their cells as the worker would, and only then reads the index. What it
+cannot apply at once, it hands to Nova's path.
+"""
+
+import threading
+import time
+
+from nova_ext.index import consumer
+from nova_ext.index import db
+from nova_ext.index import pending
+from nova_ext.index import refresh
+from nova_ext.instance_list import base
+
+
+def lag(conf):
+    """Seconds since the oldest change not applied to the index.
+
+    The changes recorded in the pending table, and those this process
+    captured but could not record yet.
+    """
+    found = pending.lag(db.get_engine(conf))
+    held = consumer.held()
+    if held:
+        oldest = min(first for first, _last in held.values())
+        found = max(found, time.time() - oldest)
+    return found
+
+
+class CatchUp(object):
+    """What a list request does about changes, before and after its query.
+
+    One per driver, so that one thread of a nova-api process at a time
+    applies the marks; the others wait for it and find nothing left.
+    """
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._lock = threading.Lock()
+
+    def __call__(self, ctx):
+        """Apply every recorded change to the index, or raise Unservable.
+
+        A page must never show a server older than a change already
+        recorded for it. With more than ``catch_up_limit`` changes
+        waiting, with changes this process could not record, or with a
+        cell that cannot be read, Nova answers instead.
+        """
+        if consumer.held():
+            raise base.Unservable('changes made by this process are not '
+                                  'recorded in the index yet')
+        engine = db.get_engine(self.conf)
+        limit = self.conf.nova_ext_index.catch_up_limit
+        if not pending.take(engine, 1):
+            return
+        with self._lock:
+            # Another thread may have applied them meanwhile.
+            taken = pending.take(engine, limit + 1)
+            if not taken:
+                return
+            if len(taken) > limit:
+                raise base.Unservable(
+                    'more than %d changes are not applied to the index yet'
+                    % limit)
+            _totals, failed = refresh.refresh(ctx, self.conf, taken)
+            failed = set(failed)
+            pending.unmark(engine, {u: t for u, t in taken.items()
+                                    if u not in failed})
+        if failed:
+            raise base.Unservable('%d changed instances could not be read '
+                                  'from their cells' % len(failed))
+
+    def check_archived(self, ctx, records):
+        """Hand to Nova a page showing servers Nova has archived.
+
+        Archiving (``nova-manage db archive_deleted_rows``) moves deleted
+        rows out of the cells and then deletes their instance mappings;
+        with capture on in that process, the mappings' deletion is
+        recorded and applied like any change. Where it was not, the
+        tombstones still in the index are found here, removed, and this
+        request is Nova's.
+        """
+        deleted = [r['uuid'] for r in records if r['deleted']]
+        if not deleted:
+            return
+        mapped = refresh.cells_of(ctx, deleted)
+        archived = [uuid for uuid in deleted if uuid not in mapped]
+        if archived:
+            refresh.refresh_now(ctx, self.conf, archived)
+            raise base.Unservable('%d listed servers were archived'
+                                  % len(archived))
