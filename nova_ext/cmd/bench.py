@@ -36,6 +36,7 @@ BENCHMARKS = {
     'list': 'nova_ext.bench.listing',
     'ingest': 'nova_ext.bench.ingest',
     'schedule': 'nova_ext.bench.schedule',
+    'writes': 'nova_ext.bench.writes',
 }
 
 
@@ -225,6 +226,23 @@ def _add_schedule(subparsers):
     _add_output(parser, 'schedule')
 
 
+def _add_writes(subparsers):
+    parser = subparsers.add_parser(
+        'writes', help='what change capture adds to booting and deleting '
+                       'servers',
+        description='Boot and delete servers through the API of one cloud, '
+                    'in turns with [nova_ext_index]capture off and on; '
+                    'compare the time of each request.')
+    parser.add_argument('--cells', type=_at_least(1), default=2,
+                        help='number of cells besides cell0 (default 2)')
+    parser.add_argument('--servers', type=_at_least(1), default=20,
+                        help='servers booted and deleted per batch '
+                             '(default 20)')
+    parser.add_argument('--turns', type=_at_least(1), default=5,
+                        help='turns, each one batch per mode (default 5)')
+    _add_output(parser, 'writes')
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog='nova-ext-bench', description=__doc__.split('\n')[0])
@@ -234,6 +252,7 @@ def parse_args(argv):
     _add_list(subparsers)
     _add_ingest(subparsers)
     _add_schedule(subparsers)
+    _add_writes(subparsers)
     return parser.parse_args(argv)
 
 
