@@ -268,8 +268,9 @@ class IndexDriver(base.InstanceListDriver):
                 found[row.instance_uuid].append(
                     {'volume_id': row.volume_id,
                      'delete_on_termination': row.delete_on_termination})
+        # Nova's view shows the mappings that have a volume.
         several = [uuid for uuid, volumes in found.items()
-                   if len(volumes) > 1]
+                   if sum(1 for v in volumes if v['volume_id']) > 1]
         if several:
             found.update(self._volumes_from_cells(ctx, several))
         return found

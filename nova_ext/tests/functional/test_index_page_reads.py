@@ -45,16 +45,18 @@ ANY_STATUS = 'os_compute_api:servers:show:host_status'
 
 
 @contextlib.contextmanager
-def _reads(table, where=''):
+def _reads(table, where='', unless=None):
     """Collect the databases (URLs) any engine reads ``table`` from.
 
     :param where: text the statement must hold too: the computes' heartbeats
         read their service row meanwhile, by id, which must not count.
+    :param unless: text of statements that do not count.
     """
     seen = []
 
     def listen(conn, cursor, statement, *args):
-        if 'FROM %s' % table in statement and where in statement:
+        if ('FROM %s' % table in statement and where in statement and
+                not (unless and unless in statement)):
             seen.append(str(conn.engine.url))
 
     sa.event.listen(sa.engine.Engine, 'before_cursor_execute', listen)
@@ -240,7 +242,11 @@ class TestPageVolumes(test_index_parity.IndexTestCase):
     def _volumes(self, uri='servers/detail?all_tenants=1'):
         """The volumes of each server; the page is compared with Nova's."""
         self.index.wait_fresh()
-        with _reads('block_device_mapping') as reads:
+        # Not the re-reads of the list's catch-up (a notification may come
+        # after wait_fresh), which read whole instances from their cells
+        # in id order; the view's reads of a page's volumes are unordered.
+        with _reads('block_device_mapping',
+                    unless='ORDER BY block_device_mapping.id') as reads:
             got = self._get(self.admin_api, uri)
         self.assertEqual(200, got.status_code, got.text)
         self.assertSameAnswer(self.admin_api, uri)
