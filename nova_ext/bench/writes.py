@@ -42,8 +42,8 @@ HEADERS = ('metric', 'capture off', 'capture on', 'ratio (on/off)')
 OPTIONS = {
     'nova_ext_index': {'capture': True},
     # Room for every batch on the fake computes, and in the quota.
-    'DEFAULT': {'cpu_allocation_ratio': 64, 'ram_allocation_ratio': 64,
-                'disk_allocation_ratio': 64},
+    None: {'cpu_allocation_ratio': 64, 'ram_allocation_ratio': 64,
+           'disk_allocation_ratio': 64},
     'quota': {'instances': -1, 'cores': -1, 'ram': -1},
 }
 
