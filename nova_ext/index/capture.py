@@ -19,7 +19,7 @@ instance's uuid. Before the session commits, the uuids are marked pending
 in the index and *held*; once it has committed (or rolled back), the
 marks are released and renewed, all before Nova's database call returns.
 A list request re-reads marked instances from their cells before it reads
-the index (see ``nova_ext.instance_list.index``), and a held mark is not
+the index (see ``nova_ext.instance_list.catch_up``), and a held mark is not
 removed by a read made before the commit: from the moment Nova's commit
 makes a change visible, a list shows it, as with Nova's own path.
 
@@ -82,10 +82,10 @@ def _uuid_of(obj, column):
 
 
 def from_flush(session):
-    """The instance uuids of the ORM objects a flush writes.
+    """The instance uuids of a session's new, dirty and deleted objects.
 
-    Called from ``after_flush``, where ``new``, ``dirty`` and ``deleted``
-    still hold what was flushed.
+    In ``after_flush`` those still hold what was flushed; before a commit,
+    what its last flush will write.
     """
     found = set()
     for obj in list(session.new) + list(session.dirty) + list(
@@ -111,14 +111,20 @@ def _table(statement):
 
 
 def _values(params, column):
+    """The ``column`` values of the rows an INSERT's parameters give.
+
+    A multi-row ``insert().values([...])`` names them ``column_m0``,
+    ``column_m1``, ... .
+    """
     if isinstance(params, dict):
         params = [params]
     found = set()
     for row in params or ():
-        value = row.get(column) if isinstance(row, dict) else None
-        if value is None:
+        values = [v for k, v in row.items() if k == column or (
+            k.startswith(column + '_m') and k[len(column) + 2:].isdigit())]
+        if not values or None in values:
             raise Unknown('a row without %s' % column)
-        found.add(value)
+        found.update(values)
     return found
 
 
@@ -171,12 +177,9 @@ def from_statement(state):
     if column is None:
         return set()
     if state.is_insert:
-        values = getattr(statement, '_values', None)
-        if values:
-            return {v.effective_value if hasattr(v, 'effective_value') else v
-                    for k, v in values.items()
-                    if getattr(k, 'name', k) == column}
-        return _values(state.parameters, column)
+        # Rows passed to execute(), or else those of insert().values().
+        return _values(state.parameters or
+                       statement.compile().construct_params(), column)
     found = _from_criteria(statement.whereclause, column)
     if found is not None:
         return found

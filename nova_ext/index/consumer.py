@@ -213,10 +213,7 @@ class Marker(object):
     def held(self):
         """What is not committed yet, as :func:`held` describes."""
         with self._cond:
-            found = dict(self._inflight)
-            for uuid, (first, last) in self._buffer.items():
-                pending.coalesce([(uuid, first), (uuid, last)], into=found)
-            return found
+            return _merge(dict(self._inflight), self._buffer)
 
     @property
     def buffered(self):
@@ -285,9 +282,7 @@ class Marker(object):
         with self._cond:
             self.failures += 1
             self._inflight = {}
-            for uuid, (first, last) in changes.items():
-                pending.coalesce([(uuid, first), (uuid, last)],
-                                 into=self._buffer)
+            _merge(self._buffer, changes)
             _add_holds(self._holds, holds)
             self._oldest = min(oldest, self._oldest or oldest)
             if self._stop:
@@ -305,6 +300,13 @@ class Marker(object):
             # Woken early only to stop (one last attempt).
             self._cond.wait_for(lambda: self._stop, backoff)
         return min(backoff * 2, MAX_BACKOFF)
+
+
+def _merge(into, changes):
+    """Merge ``{uuid: (first, last)}`` changes into others; ``into``."""
+    for uuid, (first, last) in changes.items():
+        pending.coalesce([(uuid, first), (uuid, last)], into=into)
+    return into
 
 
 def _add_holds(into, holds):

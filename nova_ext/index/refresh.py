@@ -148,6 +148,19 @@ def remove(engine, uuids):
     return len(held)
 
 
+def apply_marks(ctx, conf, taken):
+    """Re-read the instances of marks taken, then unmark what was applied.
+
+    :param taken: ``{uuid: last_event_at}``, as ``pending.take`` gives.
+    :returns: the set of uuids that failed; their marks stay.
+    """
+    _totals, failed = refresh(ctx, conf, taken)
+    failed = set(failed)
+    pending.unmark(db.get_engine(conf), {u: t for u, t in taken.items()
+                                         if u not in failed})
+    return failed
+
+
 def process_pending(ctx, conf, limit=None, skip=None):
     """Apply up to ``limit`` pending marks (default: one batch).
 
@@ -166,11 +179,8 @@ def process_pending(ctx, conf, limit=None, skip=None):
                          skip=skip or ())
     if not taken:
         return 0
-    _totals, failed = refresh(ctx, conf, taken)
-    failed = set(failed)
+    failed = apply_marks(ctx, conf, taken)
     pending.failed(engine, failed)
-    pending.unmark(engine, {u: t for u, t in taken.items()
-                            if u not in failed})
     if skip is not None:
         skip.update(failed)
     return len(taken) - len(failed)

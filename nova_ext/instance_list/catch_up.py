@@ -78,10 +78,7 @@ class CatchUp(object):
                 raise base.Unservable(
                     'more than %d changes are not applied to the index yet'
                     % limit)
-            _totals, failed = refresh.refresh(ctx, self.conf, taken)
-            failed = set(failed)
-            pending.unmark(engine, {u: t for u, t in taken.items()
-                                    if u not in failed})
+            failed = refresh.apply_marks(ctx, self.conf, taken)
         if failed:
             raise base.Unservable('%d changed instances could not be read '
                                   'from their cells' % len(failed))

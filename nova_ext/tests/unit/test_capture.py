@@ -128,6 +128,17 @@ class TestWhatIsCaptured(CaptureTestCase):
                              {'resource_id': B, 'tag': 't2'}])
         self.assertEqual({A, B}, self.marked())
 
+    def test_insert_values(self):
+        table = models.Tag.__table__
+        with self.write() as session:
+            session.execute(table.insert().values(resource_id=A, tag='t'))
+        self.assertEqual({A}, self.marked())
+        with self.write() as session:
+            session.execute(table.insert().values(
+                [{'resource_id': B, 'tag': 't'},
+                 {'resource_id': C, 'tag': 't'}]))
+        self.assertEqual({A, B, C}, self.marked())
+
     def test_rollback_marks_nothing(self):
         session = self.sessions()
         session.add(models.InstanceInfoCache(instance_uuid=A))
