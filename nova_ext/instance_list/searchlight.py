@@ -24,7 +24,6 @@ Elasticsearch 5, so Searchlight itself is tested at the HTTP boundary only.
 """
 
 import copy
-import datetime
 import threading
 
 from keystoneauth1 import exceptions as ks_exc
@@ -35,7 +34,6 @@ from nova.db.main import api as main_db_api
 from nova import objects
 from nova.objects import instance as instance_obj
 from oslo_log import log as logging
-from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
@@ -43,6 +41,7 @@ from nova_ext.conf import searchlight as sl_conf
 from nova_ext import exception
 from nova_ext.index import cellhealth
 from nova_ext.instance_list import base
+from nova_ext.instance_list import searchlight_overlay as overlay
 from nova_ext.instance_list import searchlight_query as query
 
 LOG = logging.getLogger(__name__)
@@ -103,22 +102,6 @@ def documents(hits):
     return result
 
 
-def _second(value):
-    """A row's time, or a document's (ISO 8601), to the whole second, UTC.
-
-    Documents keep whole seconds (the API's and the notifications' format),
-    so that is as finely as a row and its document can be compared.
-    """
-    if isinstance(value, str):
-        try:
-            value = timeutils.parse_isotime(value)
-        except ValueError:
-            return None
-    if not isinstance(value, datetime.datetime):
-        return None
-    return timeutils.normalize_time(value).replace(microsecond=0)
-
-
 def check_fresh(uuid, source, row, plan):
     """Raise Unservable unless the document shows the row as it is.
 
@@ -126,8 +109,8 @@ def check_fresh(uuid, source, row, plan):
     Searchlight thinks; so may one whose sort values differ from the
     document's (a change within the document's second).
     """
-    written = _second(source.get('updated_at'))
-    changed = _second(row['updated_at'] or row['created_at'])
+    written = query.second(source.get('updated_at'))
+    changed = query.second(row['updated_at'] or row['created_at'])
     if written is None or changed is None or changed > written:
         raise base.Unservable('searchlight is behind for %s: row updated '
                               '%s, document %r' % (uuid, changed,
@@ -135,7 +118,7 @@ def check_fresh(uuid, source, row, plan):
     for field in plan.sort_fields:
         value = row[query.SORT_COLUMNS[field]]
         if field == 'created_at':
-            same = _second(value) == _second(source.get(field))
+            same = query.second(value) == query.second(source.get(field))
         else:
             same = value == source.get(field)
         if not same:
@@ -156,19 +139,23 @@ def cell_filters(filters, uuids):
     return narrowed
 
 
-def cell_records(ctx, filters, uuids, attrs, timeout):
+def cell_records(ctx, filters, uuids, attrs, timeout, building=False):
     """The rows of ``uuids`` that Nova's filters match, from their cells.
 
     One query per cell holding some of them, in parallel, as Nova's own
     list runs it: Nova's filters narrowed to the uuids, the caller's
     context (so Nova's project scoping), the joins ``attrs`` need.
 
+    :param building: whether to leave out build requests (uuids mapped to
+        no cell yet) rather than raise Unservable.
     :returns: ``{uuid: row}``, each from the cell its mapping names.
     """
     cells, cell_of = {}, {}
     for mapping in objects.InstanceMappingList.get_by_instance_uuids(
             ctx, uuids):
         if mapping.cell_mapping is None:
+            if building:
+                continue
             raise base.Unservable('%s is a build request, which Nova lists '
                                   'itself' % mapping.instance_uuid)
         cells[mapping.cell_mapping.uuid] = mapping.cell_mapping
@@ -300,6 +287,23 @@ class SearchlightDriver(base.InstanceListDriver):
                                    % e)
         return _hits(result.to_dict())
 
+    def check_changes(self, ctx, filters):
+        """Hand to Nova a list that a change Searchlight lacks would alter.
+
+        See :mod:`searchlight_overlay`; capture's marks are in the index's
+        pending table.
+        """
+        timeout = self.conf.nova_ext_index.query_timeout
+
+        def records(cctx, cfilters, uuids):
+            return cell_records(cctx, cfilters, uuids, [], timeout,
+                                building=True)
+
+        def fetch(body):
+            return documents(self.search(body))
+
+        overlay.check(self.conf, ctx, filters, records, fetch)
+
     def marker_values(self, ctx, marker, plan):
         """The marker document's sort values, once checked against its row.
 
@@ -330,6 +334,8 @@ class SearchlightDriver(base.InstanceListDriver):
         if plan.needs_whole_seconds and not whole_seconds_cells():
             raise base.Unservable('created_at order: a cell database keeps '
                                   'sub-second times that documents lose')
+        if self.conf.nova_ext_index.capture:
+            self.check_changes(ctx, filters)
         values = None
         if marker is not None:
             values = self.marker_values(ctx, marker, plan)

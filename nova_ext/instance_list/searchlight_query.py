@@ -23,7 +23,10 @@ Elasticsearch and case-insensitively by MySQL, so only values that are their
 own lowercase, with no surrounding blanks, are translated.
 """
 
+import datetime
+
 from nova.db.main import models
+from oslo_utils import timeutils
 
 from nova_ext.instance_list import base
 
@@ -242,3 +245,19 @@ def plan(ctx, filters, limit, sort_keys, sort_dirs):
     clauses, must_not = filter_query(ctx, filters)
     sort = sort_order(sort_keys, sort_dirs)
     return Plan(clauses, must_not, sort, limit)
+
+
+def second(value):
+    """A row's time, or a document's (ISO 8601), to the whole second, UTC.
+
+    Documents keep whole seconds (the API's and the notifications' format),
+    so that is as finely as a row and its document can be compared.
+    """
+    if isinstance(value, str):
+        try:
+            value = timeutils.parse_isotime(value)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime.datetime):
+        return None
+    return timeutils.normalize_time(value).replace(microsecond=0)

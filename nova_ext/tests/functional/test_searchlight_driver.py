@@ -30,7 +30,10 @@ from requests_mock.contrib import fixture as rm_fixture
 
 from nova_ext.conf import searchlight as sl_conf
 from nova_ext.entry_points import api as api_entry_point
+from nova_ext.entry_points import db_writes
+from nova_ext.index import pending
 from nova_ext.tests.functional import base
+from nova_ext.tests.functional import fixtures as ext_fixtures
 
 SEARCHLIGHT = 'http://searchlight.test:9393'
 TOKEN = 'searchlight-test-token'
@@ -92,7 +95,7 @@ def es_answer(docs, body):
                 for d in hits]}}
 
 
-class TestSearchlightDriver(base.NovaExtTestCase):
+class _SearchlightTestCase(base.NovaExtTestCase):
 
     NOVA_EXT_OPTIONS = {
         'nova_ext_instance_list': {'driver': 'searchlight'},
@@ -149,6 +152,9 @@ class TestSearchlightDriver(base.NovaExtTestCase):
                          (changed, after[counted]), '%s: %s' % (uri, after))
         return got
 
+
+class TestSearchlightDriver(_SearchlightTestCase):
+
     def test_pages_as_nova(self):
         ids = sorted(s['id'] for s in self.servers)
         got = self.assertSameAnswer(
@@ -193,3 +199,72 @@ class TestSearchlightDriver(base.NovaExtTestCase):
         self.assertSameAnswer(self.api, uri, 'unservable')
         self.assertIn('searchlight is behind for %s' % self.servers[2]['id'],
                       self.selector.stats.last_reason)
+
+
+class TestSearchlightChanges(_SearchlightTestCase):
+    """Changes Searchlight has not indexed yet: capture's marks.
+
+    A change can put a server on a page Searchlight leaves it off; the
+    page's own documents say nothing of it.
+    """
+
+    NOVA_EXT_OPTIONS = dict(_SearchlightTestCase.NOVA_EXT_OPTIONS,
+                            nova_ext_index={'capture': True})
+    URI = 'servers/detail?sort_key=uuid&sort_dir=asc'
+
+    def _setup_services(self):
+        self.index_db = self.useFixture(ext_fixtures.IndexFixture(self))
+        super()._setup_services()
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(db_writes.detach)
+        self.assertTrue(db_writes.attached())
+
+    def assertBehind(self, api, uri, server):
+        self.assertSameAnswer(api, uri, 'unservable')
+        self.assertIn('searchlight is behind for %s' % server['id'],
+                      self.selector.stats.last_reason)
+
+    def test_new_server(self):
+        # The documents show every server as it is: the marks their
+        # creation left are done with, and removed.
+        self.assertSameAnswer(self.api, self.URI, 'served')
+        self.assertEqual(0, pending.count(self.index_db.engine))
+        new = self._create_server(name='sl-new', host='compute2-1',
+                                  networks='none')
+        self.servers.append(new)
+        self.assertBehind(self.api, self.URI, new)
+        self.docs = self.index()
+        self.assertSameAnswer(self.api, self.URI, 'served')
+        self.assertEqual(0, pending.count(self.index_db.engine))
+
+    def test_state_now_matches(self):
+        uri = 'servers?status=SHUTOFF&sort_key=uuid&sort_dir=asc'
+        self.assertSameAnswer(self.api, uri, 'served')
+        self._stop_server(self.servers[0])
+        # Searchlight still has it ACTIVE: it would leave it off the page.
+        self.assertBehind(self.api, uri, self.servers[0])
+        # A list it is not in, whatever Searchlight thinks of it.
+        self.assertSameAnswer(
+            self.api, 'servers?status=ERROR&sort_key=uuid&sort_dir=asc',
+            'served')
+        self.docs = self.index()
+        self.assertSameAnswer(self.api, uri, 'served')
+
+    def test_deleted_server(self):
+        gone = self.servers.pop(2)
+        self._delete_server(gone)
+        # Its document is still there, on the page.
+        self.assertBehind(self.api, self.URI, gone)
+        self.docs = self.index()
+        self.assertSameAnswer(self.api, self.URI, 'served')
+        self.assertEqual(0, pending.count(self.index_db.engine))
+
+    def test_too_many_changes(self):
+        self.assertSameAnswer(self.api, self.URI, 'served')
+        self.flags(catch_up_limit=1, group='nova_ext_index')
+        for server in self.servers[:2]:
+            self.api.post_server_action(server['id'], {'lock': {}})
+        self.assertSameAnswer(self.api, self.URI, 'unservable')
+        self.assertIn('more than 1 changes', self.selector.stats.last_reason)

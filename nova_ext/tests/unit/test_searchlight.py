@@ -44,6 +44,7 @@ from nova_ext import exception
 from nova_ext.index import cellhealth
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import searchlight
+from nova_ext.instance_list import searchlight_overlay as overlay
 from nova_ext.tests.unit import base
 
 AUTH_URL = 'http://keystone.example/identity/v3'
@@ -796,3 +797,58 @@ class TestLoading(base.TestCase):
                 '_source': ['id']}
         manager.search(**copy.deepcopy(body))
         manager.client.post.assert_called_once_with('/v1/search', json=body)
+
+
+class TestOverlayAgrees(base.TestCase):
+    """When a marked instance's document shows its row."""
+
+    CREATED = datetime.datetime(2026, 11, 25, 10, 0, 0, 400000)
+
+    def row(self, **values):
+        row = {'uuid': 'u1', 'project_id': 'p', 'user_id': 'u',
+               'vm_state': 'active', 'image_ref': 'img', 'deleted': 0,
+               'created_at': self.CREATED,
+               'updated_at': self.CREATED + datetime.timedelta(seconds=2)}
+        row.update(values)
+        return row
+
+    def document(self, **values):
+        doc = {'id': 'u1', 'tenant_id': 'p', 'user_id': 'u',
+               'OS-EXT-STS:vm_state': 'active',
+               'image': {'id': 'img', 'links': []},
+               'created_at': '2026-11-25T10:00:00Z',
+               'updated_at': '2026-11-25T10:00:02Z'}
+        doc.update(values)
+        return doc
+
+    def test_same(self):
+        self.assertTrue(overlay.agrees(self.document(), self.row()))
+
+    def test_each_field_differs(self):
+        for doc, row in (
+                (self.document(), self.row(vm_state='stopped')),
+                (self.document(), self.row(project_id='q')),
+                (self.document(), self.row(user_id='v')),
+                (self.document(), self.row(image_ref='')),
+                (self.document(created_at='2026-11-25T10:00:01Z'),
+                 self.row()),
+                (self.document(updated_at='2026-11-25T10:00:01Z'),
+                 self.row()),
+                (self.document(updated_at=None), self.row()),
+                (None, self.row())):
+            self.assertFalse(overlay.agrees(doc, row), (doc, row))
+
+    def test_volume_backed(self):
+        self.assertTrue(overlay.agrees(self.document(image=''),
+                                       self.row(image_ref='')))
+
+    def test_never_updated(self):
+        self.assertTrue(overlay.agrees(
+            self.document(updated_at='2026-11-25T10:00:00Z'),
+            self.row(updated_at=None)))
+
+    def test_deleted_or_gone(self):
+        self.assertTrue(overlay.agrees(None, self.row(deleted=1)))
+        self.assertTrue(overlay.agrees(None, None))
+        self.assertFalse(overlay.agrees(self.document(), self.row(deleted=1)))
+        self.assertFalse(overlay.agrees(self.document(), None))
