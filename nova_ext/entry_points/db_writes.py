@@ -17,14 +17,16 @@ are SQLAlchemy ORM sessions. With ``[nova_ext_index]capture`` set,
 built, in every process at ``rpc.init``) listens to the events of every
 session of the process:
 
-* ``after_flush``: the rows of tracked tables an ORM flush wrote;
+* ``before_flush``: the instances of the tracked tables' rows an ORM
+  flush is about to write are marked in the index and held;
+* ``after_flush``: those it wrote that were not foreseen (a child whose
+  instance uuid the flush itself filled in), the same;
 * ``do_orm_execute``: the INSERT, UPDATE and DELETE statements run through
   a session (``Query.update()``, ``Query.delete()``, oslo.db's
-  ``soft_delete`` and ``update_on_match``, Nova's tag insert);
-* ``before_commit``: the uuids gathered, and those of the objects about to
-  be flushed, are marked in the index and held;
-* ``after_commit`` and ``after_rollback``: the holds are released (and the
-  marks renewed) before the commit returns to Nova.
+  ``soft_delete`` and ``update_on_match``, Nova's tag insert), before they
+  run;
+* ``after_transaction_end`` of a session's outermost transaction, after
+  its commit or rollback: the holds are released and the marks renewed.
 
 Statements that Nova runs on a bare connection, outside any session, are
 not seen: in Nova 34 only ``archive_deleted_rows`` does so on tracked
@@ -52,19 +54,25 @@ _LOCK = threading.Lock()
 _CONF = None
 
 
-def _after_flush(session, flush_context):
-    capture.note(session, capture.from_flush(session))
+def _hold_flushed(session, *args):
+    _guarded(_hold_flush, session)
+
+
+def _hold_flush(conf, session):
+    capture.hold(conf, session, capture.from_flush(session))
 
 
 def _do_orm_execute(state):
     if not (state.is_insert or state.is_update or state.is_delete):
         return
     try:
-        capture.note(state.session, capture.from_statement(state))
+        uuids = capture.from_statement(state)
     except capture.Unknown as e:
         LOG.error('nova_ext index cannot tell which instances a write '
                   'changes (%s): %s; they show in lists after the next '
                   'reconcile pass', e, state.statement)
+        return
+    _guarded(capture.hold, state.session, uuids)
 
 
 def _guarded(step, *args):
@@ -76,26 +84,18 @@ def _guarded(step, *args):
         LOG.exception('nova_ext index could not mark changed instances')
 
 
-def _before_commit(session):
-    # A savepoint's commit is no commit: its changes are held with the
-    # transaction's.
-    if not session.in_nested_transaction():
-        _guarded(capture.hold, session)
+def _after_transaction_end(session, transaction):
+    # A savepoint's end is not the transaction's: its writes stay held
+    # with the transaction's. The outermost one ends after its commit or
+    # rollback.
+    if transaction.parent is None:
+        _guarded(capture.release, session)
 
 
-def _after_commit(session):
-    _guarded(capture.release, session, True)
-
-
-def _after_rollback(session):
-    _guarded(capture.release, session, False)
-
-
-_LISTENERS = (('after_flush', _after_flush),
+_LISTENERS = (('before_flush', _hold_flushed),
+              ('after_flush', _hold_flushed),
               ('do_orm_execute', _do_orm_execute),
-              ('before_commit', _before_commit),
-              ('after_commit', _after_commit),
-              ('after_rollback', _after_rollback))
+              ('after_transaction_end', _after_transaction_end))
 
 
 def attach(conf):

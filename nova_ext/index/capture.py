@@ -14,14 +14,14 @@
 Notifications say after the fact, and not always, that an instance
 changed. Capture learns it from the write itself: in every Nova process
 where it is attached (``nova_ext.entry_points.db_writes``), each ORM
-session that writes a row a server list shows or filters on notes the
-instance's uuid. Before the session commits, the uuids are marked pending
-in the index and *held*; once it has committed (or rolled back), the
-marks are released and renewed, all before Nova's database call returns.
-A list request re-reads marked instances from their cells before it reads
-the index (see ``nova_ext.instance_list.catch_up``), and a held mark is not
-removed by a read made before the commit: from the moment Nova's commit
-makes a change visible, a list shows it, as with Nova's own path.
+session that is about to write a row a server list shows or filters on
+first marks the instance pending in the index, *held*, and only then
+writes; once the session has committed (or rolled back), the marks are
+released and renewed. A list request re-reads marked instances from their
+cells before it reads the index (see ``nova_ext.instance_list.catch_up``),
+and a held mark is not removed by such a read: from the moment a reader
+can see the change, even one that reads what is not committed yet, a
+list shows it, as with Nova's own path.
 
 This module says *what* changed and records it; the listeners that call
 it are installed by the entry point.
@@ -59,9 +59,8 @@ TRACKED = {
     'build_requests': 'instance_uuid',
 }
 
-#: The keys of ``Session.info`` under which a session's changes gather,
-#: and those of them held before its commit.
-INFO_KEY = 'nova_ext_changed_instances'
+#: The key of ``Session.info`` under which a session keeps the uuids it
+#: holds.
 HELD_KEY = 'nova_ext_held_instances'
 
 
@@ -84,8 +83,8 @@ def _uuid_of(obj, column):
 def from_flush(session):
     """The instance uuids of a session's new, dirty and deleted objects.
 
-    In ``after_flush`` those still hold what was flushed; before a commit,
-    what its last flush will write.
+    In ``before_flush``, what the flush will write; in ``after_flush``,
+    what it wrote.
     """
     found = set()
     for obj in list(session.new) + list(session.dirty) + list(
@@ -188,24 +187,18 @@ def from_statement(state):
         query, state.parameters or {}) if row[0] is not None}
 
 
-def note(session, uuids):
-    """Add ``uuids`` to what ``session`` will mark once it commits."""
-    if uuids:
-        session.info.setdefault(INFO_KEY, set()).update(uuids)
+def hold(conf, session, uuids):
+    """Before ``session`` writes rows of ``uuids``: mark them, held.
 
-
-def hold(conf, session):
-    """Before ``session`` commits: mark what it changes, held.
-
-    What it flushed and what it is about to flush. Held marks stay in the
-    index until released (:func:`release`), so that a list request that
-    re-reads an instance before the commit, and so reads what Nova shows
-    until then, re-reads it again after.
+    Each instance once per transaction. Held marks stay in the index until
+    released (:func:`release`), so that a list request that re-reads an
+    instance before the commit re-reads it again after.
     """
-    uuids = set(session.info.get(INFO_KEY, ())) | from_flush(session)
+    held = session.info.setdefault(HELD_KEY, set())
+    uuids = set(uuids) - held
     if not uuids:
         return
-    session.info[HELD_KEY] = uuids
+    held.update(uuids)
     # Written by this thread, not the marker's: Nova's transaction is open,
     # and a thread that waits for another lets others run (eventlet), which
     # must not happen while a connection is inside a transaction that
@@ -229,38 +222,14 @@ def hold(conf, session):
     marker.add_all(sorted(uuids), now, holds=1)
 
 
-def release(conf, session, committed):
+def release(conf, session):
     """After ``session`` committed (or rolled back): release its holds.
 
-    The release renews the marks: a list request re-reads the instances
-    as committed. What the commit's last flush changed that the hold did
-    not foresee is marked now.
+    The release renews the marks, and is not waited for: until it is
+    committed, the held marks make every list request re-read their
+    instances, as committed now.
     """
-    held = session.info.pop(HELD_KEY, None) or set()
-    changed = session.info.pop(INFO_KEY, None) or set()
+    held = session.info.pop(HELD_KEY, None)
     if held:
-        record(conf, held, releases=1)
-    if committed and changed - held:
-        record(conf, changed - held)
-
-
-def record(conf, uuids, holds=0, releases=0):
-    """Mark ``uuids`` changed now; wait (bounded) until that is committed.
-
-    Through this process's :class:`~nova_ext.index.consumer.Marker`, so
-    that the writes of concurrent threads share a transaction. What cannot
-    be committed within ``[nova_ext_index]capture_timeout`` stays buffered
-    and is retried; this process's list requests count it as not applied.
-
-    :returns: whether the marks are committed.
-    """
-    if not uuids:
-        return True
-    marker = consumer.get_marker(conf)
-    ticket = marker.add_all(sorted(uuids), time.time(), holds=holds,
-                            releases=releases)
-    done = marker.wait(ticket, conf.nova_ext_index.capture_timeout)
-    if not done:
-        LOG.debug('nova_ext index: the changes of %d instances are not '
-                  'recorded yet; kept and retried', len(uuids))
-    return done
+        consumer.get_marker(conf).add_all(sorted(held), time.time(),
+                                          releases=1, covered=True)

@@ -136,6 +136,9 @@ class Marker(object):
         self._holds = {}
         # The changes of the transaction under way.
         self._inflight = {}
+        # The uuids of the buffered and of the in-flight changes that no
+        # held mark in the index covers (see held()).
+        self._uncovered, self._inflight_uncovered = set(), set()
         # Tickets: the changes added so far, and how many of the first of
         # them are committed.
         self._added = self._committed = 0
@@ -150,15 +153,20 @@ class Marker(object):
         """Buffer a change; returns a ticket for :meth:`wait`."""
         return self.add_all([uuid], when)
 
-    def add_all(self, uuids, when, holds=0, releases=0):
+    def add_all(self, uuids, when, holds=0, releases=0, covered=False):
         """Buffer changes of ``uuids`` at ``when``; a ticket for all.
 
         :param holds: holds each mark takes, :param releases: holds it
             gives back (``pending.mark``).
+        :param covered: whether the index already holds a mark of each of
+            them, which lists re-read until it is released: then these
+            changes do not count in :meth:`held`.
         """
         with self._cond:
             pending.coalesce([(uuid, when) for uuid in uuids],
                              into=self._buffer)
+            if not covered:
+                self._uncovered.update(uuids)
             if holds or releases:
                 _add_holds(self._holds, {u: (holds, releases)
                                          for u in uuids})
@@ -211,9 +219,16 @@ class Marker(object):
             self._stalled = True
 
     def held(self):
-        """What is not committed yet, as :func:`held` describes."""
+        """What is not committed yet, as :func:`held` describes.
+
+        Not the releases of holds (``covered``): the held marks make lists
+        re-read those instances until the release is committed.
+        """
         with self._cond:
-            return _merge(dict(self._inflight), self._buffer)
+            inflight = {u: v for u, v in self._inflight.items()
+                        if u in self._inflight_uncovered}
+            return _merge(inflight, {u: v for u, v in self._buffer.items()
+                                     if u in self._uncovered})
 
     @property
     def buffered(self):
@@ -247,7 +262,8 @@ class Marker(object):
                 self._oldest + self.delay - time.monotonic())
             batch = (self._buffer, self._holds, self._added, self._oldest)
             self._inflight = self._buffer
-            self._buffer, self._holds = {}, {}
+            self._inflight_uncovered = self._uncovered
+            self._buffer, self._holds, self._uncovered = {}, {}, set()
             self._oldest, self._urgent = None, False
             return batch
 
@@ -270,7 +286,7 @@ class Marker(object):
                 if self._failing:
                     LOG.info('nova_ext index records changes again')
                 self._failing = self._stalled = False
-                self._inflight = {}
+                self._inflight, self._inflight_uncovered = {}, set()
                 self._committed = ticket
                 self.marked += len(changes)
                 self._cond.notify_all()
@@ -282,6 +298,8 @@ class Marker(object):
         with self._cond:
             self.failures += 1
             self._inflight = {}
+            self._uncovered |= self._inflight_uncovered
+            self._inflight_uncovered = set()
             _merge(self._buffer, changes)
             _add_holds(self._holds, holds)
             self._oldest = min(oldest, self._oldest or oldest)

@@ -34,6 +34,7 @@ import random
 import time
 
 from nova.cmd import manage
+from nova.db.main import models
 from oslo_db import exception as db_exc
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
@@ -330,22 +331,36 @@ class _ChangeStream(object):
                   % (step, uri, api.auth_user, api.microversion, got[0],
                      after[0], difference, _around(after[1], difference),
                      _around(got[1], difference),
-                     self._held(after[1], got[1])))
+                     self._held(after[1], got[1], difference)))
 
-    def _held(self, want, got):
-        """What the index holds of the servers only one answer shows."""
+    def _held(self, want, got, difference):
+        """What the index holds of the servers the answers differ on.
+
+        Those only one answer shows, and the one the first difference is
+        in.
+        """
         ids = [{s['id'] for s in _loads(text).get('servers', [])}
                if text.startswith('{') else set() for text in (want, got)]
-        uuids = sorted(ids[0] ^ ids[1])
+        uuids = set(ids[0] ^ ids[1])
+        server = _loads(_around(want, difference))
+        if isinstance(server, dict) and 'id' in server:
+            uuids.add(server['id'])
+        uuids = sorted(uuids)
         if not uuids:
             return ''
+        bdms = models.BlockDeviceMapping.__table__
+        with self.index.engine.connect() as conn:
+            volumes = [(r.instance_uuid, r.volume_id, r.deleted)
+                       for r in conn.execute(sa.select(bdms).where(
+                           bdms.c.instance_uuid.in_(uuids)))]
         book = writer.BOOK
         with self.index.engine.connect() as conn:
             held = [dict(r._mapping) for r in conn.execute(
                 sa.select(book).where(book.c.uuid.in_(uuids)))]
         marks = pending.take(self.index.engine, 1000)
-        return 'only in one answer: %s; index book: %s; pending: %s' % (
-            uuids, held, {u: marks.get(u) for u in uuids})
+        return ('servers: %s; index book: %s; pending: %s; index volumes: '
+                '%s' % (uuids, held, {u: marks.get(u) for u in uuids},
+                        volumes))
 
 
 def _around(text, difference):

@@ -11,6 +11,7 @@
 # under the License.
 """Change capture over Nova's own models, marking a real index."""
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -65,8 +66,12 @@ class CaptureTestCase(base.TestCase):
                 session.add(models.Instance(uuid=uuid, deleted=0))
         self.forget()
 
+    @contextlib.contextmanager
     def write(self):
-        return self.sessions.begin()
+        with self.sessions.begin() as session:
+            yield session
+        # The holds' releases, which the write does not wait for.
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
 
     def marked(self):
         return set(pending.take(self.index, 100))
@@ -139,12 +144,24 @@ class TestWhatIsCaptured(CaptureTestCase):
                  {'resource_id': C, 'tag': 't'}]))
         self.assertEqual({A, B, C}, self.marked())
 
-    def test_rollback_marks_nothing(self):
+    def test_rollback_releases(self):
         session = self.sessions()
         session.add(models.InstanceInfoCache(instance_uuid=A))
         session.flush()
         session.rollback()
         session.close()
+        # Held while the row was there to read: one more re-read of A.
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertEqual({A}, self.marked())
+        self.forget()
+        self.assertEqual(set(), self.marked())
+
+    def test_nothing_written_marks_nothing(self):
+        session = self.sessions()
+        session.add(models.InstanceInfoCache(instance_uuid=A))
+        session.rollback()
+        session.close()
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
         self.assertEqual(set(), self.marked())
 
     def test_untracked_tables_mark_nothing(self):
@@ -173,20 +190,52 @@ class TestHolds(CaptureTestCase):
             return {r.uuid: (r.holds, r.releases) for r in conn.execute(
                 sa.select(pending.PENDING))}
 
-    def before_commit(self, listener):
-        """Run ``listener(session)`` after capture's hold, before commit."""
+    def listen(self, name, listener):
+        """Run ``listener(session, ...)`` on the session event ``name``."""
         # Registered after capture's: runs after it.
-        sa.event.listen(orm.Session, 'before_commit', listener)
-        self.addCleanup(sa.event.remove, orm.Session, 'before_commit',
-                        listener)
+        sa.event.listen(orm.Session, name, listener)
+        self.addCleanup(sa.event.remove, orm.Session, name, listener)
 
-    def test_marked_and_held_before_the_commit(self):
+    def before_commit(self, listener):
+        self.listen('before_commit', listener)
+
+    def test_marked_and_held_before_the_write(self):
         seen = []
-        self.before_commit(lambda session: seen.append(self.holds()))
+        self.listen('before_flush', lambda session, *args: seen.append(
+            ('flush', self.holds())))
+        self.listen('do_orm_execute', lambda state: seen.append(
+            ('execute', self.holds())) if state.is_update else None)
         with self.write() as session:
             session.add(models.InstanceInfoCache(instance_uuid=A))
-        self.assertEqual([{A: (1, 0)}], seen)
+        with self.write() as session:
+            session.query(models.Instance).filter_by(uuid=B).update(
+                {'vm_state': 'x'})
+        self.assertEqual([('flush', {A: (1, 0)}),
+                          ('execute', {A: (1, 1), B: (1, 0)})], seen)
+        self.assertEqual({A: (1, 1), B: (1, 1)}, self.holds())
+
+    def test_held_once_per_transaction(self):
+        with self.write() as session:
+            session.add(models.InstanceInfoCache(instance_uuid=A))
+            session.flush()
+            session.query(models.Instance).filter_by(uuid=A).update(
+                {'vm_state': 'x'})
+            session.add(models.InstanceMetadata(instance_uuid=A, key='k'))
         self.assertEqual({A: (1, 1)}, self.holds())
+
+    def test_a_savepoint_does_not_release(self):
+        seen = []
+        with self.write() as session:
+            with session.begin_nested():
+                session.add(models.InstanceInfoCache(instance_uuid=A))
+            nested = session.begin_nested()
+            session.add(models.InstanceMetadata(instance_uuid=B, key='k'))
+            session.flush()
+            nested.rollback()
+            consumer.get_marker(self.conf.conf).flush(5)
+            seen.append(self.holds())
+        self.assertEqual([{A: (1, 0), B: (1, 0)}], seen)
+        self.assertEqual({A: (1, 1), B: (1, 1)}, self.holds())
 
     def test_a_read_before_the_commit_does_not_unmark(self):
         taken = {}
@@ -208,15 +257,35 @@ class TestHolds(CaptureTestCase):
         self.forget()
         self.assertEqual(set(), self.marked())
 
+    def test_the_release_is_not_waited_for(self):
+        consumer.reset()
+        self.flags(notification_batch_timeout=60, group='nova_ext_index')
+        with self.sessions.begin() as session:
+            session.add(models.InstanceInfoCache(instance_uuid=A))
+        # The write returned with its mark still held in the index: a list
+        # request re-reads A (as committed now) and leaves the mark.
+        self.assertEqual({A: (1, 0)}, self.holds())
+        pending.unmark(self.index, pending.take(self.index, 10))
+        self.assertEqual({A}, self.marked())
+        # Not counted as a change this process has not recorded, which
+        # would hand every list to Nova until the release is committed.
+        self.assertEqual({}, consumer.held())
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertEqual({A: (1, 1)}, self.holds())
+        self.forget()
+        self.assertEqual(set(), self.marked())
+
     def test_a_failed_commit_releases(self):
         def fail(session):
             raise RuntimeError('the commit fails')
         self.before_commit(fail)
         session = self.sessions()
         session.add(models.InstanceInfoCache(instance_uuid=B))
+        session.flush()
         self.assertRaises(RuntimeError, session.commit)
         session.rollback()
         session.close()
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
         self.assertEqual({B: (1, 1)}, self.holds())
 
     def test_a_hold_expires(self):
@@ -240,12 +309,12 @@ class TestUnwritableIndex(CaptureTestCase):
         blocker.execute('BEGIN IMMEDIATE')
         try:
             started = time.monotonic()
-            with self.write() as session:
+            with self.sessions.begin() as session:
                 session.query(models.Instance).filter_by(uuid=A).update(
                     {'vm_state': 'x'})
             first = time.monotonic() - started
             started = time.monotonic()
-            with self.write() as session:
+            with self.sessions.begin() as session:
                 session.query(models.Instance).filter_by(uuid=B).update(
                     {'vm_state': 'x'})
             second = time.monotonic() - started
