@@ -161,7 +161,7 @@ def apply_marks(ctx, conf, taken):
     return failed
 
 
-def process_pending(ctx, conf, limit=None, skip=None):
+def process_pending(ctx, conf, limit=None, skip=None, done=None):
     """Apply up to ``limit`` pending marks (default: one batch).
 
     Marks that fail (their cell cannot be read) stay pending, their
@@ -170,17 +170,23 @@ def process_pending(ctx, conf, limit=None, skip=None):
     :param skip: a set of uuids not to take, or None; the uuids whose marks
         fail in this pass are added to it. A caller that passes the same
         set pass after pass takes every mark once, and then no more.
+    :param done: likewise, a set to which the uuids applied are added, and
+        which are not taken again: a held mark stays after it is applied
+        (``pending.unmark``), and would be taken pass after pass until its
+        Nova transaction ends.
     :returns: the number of marks applied: 0 when there were none to take,
         and when every mark taken failed (a cell is down), so that
         ``while process_pending(...)`` does not spin on failing marks.
     """
     engine = db.get_engine(conf)
     taken = pending.take(engine, limit or conf.nova_ext_index.batch_size,
-                         skip=skip or ())
+                         skip=set(skip or ()) | set(done or ()))
     if not taken:
         return 0
     failed = apply_marks(ctx, conf, taken)
     pending.failed(engine, failed)
     if skip is not None:
         skip.update(failed)
+    if done is not None:
+        done.update(set(taken) - failed)
     return len(taken) - len(failed)

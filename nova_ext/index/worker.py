@@ -78,10 +78,16 @@ class Worker(object):
                 self._idle.set()
 
     def _drain(self, ctx, failed):
-        """Apply batches until every mark left has failed (or none is)."""
+        """Apply batches until each mark left was applied or failed.
+
+        A held mark stays after it is applied; it is applied again at the
+        next wake.
+        """
+        done = set()
         while not self._stop.is_set():
             before = len(failed)
-            applied = refresh.process_pending(ctx, self.conf, skip=failed)
+            applied = refresh.process_pending(ctx, self.conf, skip=failed,
+                                              done=done)
             self.applied += applied
             if not applied and len(failed) == before:
                 return

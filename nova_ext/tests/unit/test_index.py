@@ -403,6 +403,20 @@ class TestProcessPending(FailingCellTestCase):
             self.assertEqual(2, conn.execute(
                 sa.select(pending.PENDING.c.attempts)).scalar())
 
+    def test_a_held_mark_is_applied_once_per_pass(self):
+        # A Nova transaction still under way holds up-1's mark.
+        now = time.time()
+        pending.mark(self.engine, [('up-1', now)], {'up-1': (1, 0)})
+        ctx = mock.sentinel.ctx
+        done = set()
+        self.assertEqual(1, refresh.process_pending(ctx, self.conf.conf,
+                                                    done=done))
+        self.assertEqual({'up-1'}, done)
+        self.assertEqual(0, refresh.process_pending(ctx, self.conf.conf,
+                                                    done=done))
+        self.assertEqual({'up-1': 1}, self.tried)
+        self.assertEqual({'up-1': now}, pending.take(self.engine, 10))
+
     def test_a_lost_race_is_written_again(self):
         # Not a failure of the cell: its marks need not wait for a retry.
         write = mock.Mock(side_effect=[db_exc.DBDuplicateEntry(), 'done'])
