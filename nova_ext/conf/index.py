@@ -44,12 +44,15 @@ or upgrade its schema with ``nova-ext-manage index db_sync``.
         default=30.0,
         min=0.0,
         help="""
-How far behind Nova, in seconds, the index may be and still answer.
+How long, in seconds, a nova-api process may hold changes it could not
+record in the index, and still answer from the index.
 
-The lag is the age of the oldest instance change that the index has been
-told about (by a notification) and has not yet applied. When it exceeds
-this value nova-api answers from Nova's own path instead, until the index
-has caught up.
+Such changes wait in memory while the index cannot be written; until they
+are recorded, that process answers from Nova's own path, and when the
+oldest is older than this value, it leaves the index off for
+``[nova_ext_instance_list]retry_interval``. Changes recorded in the index
+do not count, however old: each list request applies them before it reads
+the index (at most ``catch_up_limit`` of them).
 """),
     cfg.FloatOpt(
         'query_timeout',

@@ -30,17 +30,16 @@ from nova_ext.instance_list import base
 
 
 def lag(conf):
-    """Seconds since the oldest change not applied to the index.
+    """Seconds since the oldest change the index cannot apply yet.
 
-    The changes recorded in the pending table, and those this process
-    captured but could not record yet.
+    The changes this process captured but could not record in the index.
+    Those recorded in the pending table do not count: each list request
+    applies them first (:class:`CatchUp`), or hands itself to Nova.
     """
-    found = pending.lag(db.get_engine(conf))
     held = consumer.held()
-    if held:
-        oldest = min(first for first, _last in held.values())
-        found = max(found, time.time() - oldest)
-    return found
+    if not held:
+        return 0.0
+    return max(0.0, time.time() - min(first for first, _ in held.values()))
 
 
 class CatchUp(object):

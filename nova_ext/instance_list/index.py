@@ -43,6 +43,7 @@ from nova_ext.index import cellhealth
 from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
+from nova_ext.index import source
 from nova_ext.index import writer
 from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
@@ -204,34 +205,68 @@ class IndexDriver(base.InstanceListDriver):
         less ``services``, which the index cannot hold. Each row is a dict
         with its joins; its ``id`` is the index id (see ``ids``).
         """
-        try:
-            lag = self.lag()
-        except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
-            raise base.Unavailable('index database unreachable: %s' % e)
-        if lag > self.conf.nova_ext_index.max_lag:
-            raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
-                                   % (lag, self.conf.nova_ext_index.max_lag))
         _check_tombstones(self.conf, filters)
         _check_regex_dialect(self.conf, filters)
         down = self.cells.down_cells(ctx, self.conf)
         if down:
             raise base.Unservable('cells %s are down; Nova lists them its '
                                   'own way' % ', '.join(down))
-        self.catch_up(ctx)
+        lag = self.lag()
+        if lag > self.conf.nova_ext_index.max_lag:
+            raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
+                                   % (lag, self.conf.nova_ext_index.max_lag))
+        try:
+            self.catch_up(ctx)
+        except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
+            raise base.Unavailable('index database unreachable: %s' % e)
         cell = index_cell(self.conf)
         batch_size = nova_instance_list.get_instance_list_cells_batch_size(
             limit, [cell])
         lister = _IndexLister(cell, sort_keys, sort_dirs, batch_size)
-        records = list(lister.get_records_sorted(
-            ctx, filters, limit, marker,
-            columns_to_join=instance_obj._expected_cols(attrs),
-            cell_down_support=cell_down_support))
-        if lister.cells_failed or lister.cells_timed_out:
-            raise base.Unavailable('the index query failed: %s' % (
-                '%s: %s' % (type(lister.error).__name__, lister.error)
-                if lister.error is not None else 'timed out'))
+        try:
+            records = list(lister.get_records_sorted(
+                ctx, filters, limit, marker,
+                columns_to_join=instance_obj._expected_cols(attrs),
+                cell_down_support=cell_down_support))
+            error = lister.error
+        except nova_exception.NovaException:
+            # Nova's answer to the request itself (MarkerNotFound).
+            raise
+        except Exception as e:
+            # Nova's merge re-raises some database errors as another (it
+            # builds a DBAPIError from its args alone: a TypeError), as it
+            # does for Nova's own answer.
+            error = e
+        if lister.cells_timed_out:
+            raise base.Unavailable('the index query failed: timed out')
+        if lister.cells_failed or error is not None:
+            error = '%s: %s' % (type(error).__name__, error)
+            broken = self.schema_error()
+            if broken is not None:
+                raise base.Unavailable('the index query failed: %s; the '
+                                       'index itself: %s' % (error, broken))
+            # The index is whole: what failed is this request's query, on
+            # its data or its filters (an invalid regular expression, which
+            # Nova's own query fails on too). Nova answers it, and the index
+            # stays on for the others.
+            raise base.Unservable('this request\'s index query failed: %s'
+                                  % error)
         self.catch_up.check_archived(ctx, records)
         return records
+
+    def schema_error(self):
+        """What is wrong with the index's tables, or None.
+
+        Each table Nova's list query reads, with every column of Nova's
+        model, asked for no rows.
+        """
+        try:
+            with db.get_engine(self.conf).connect() as conn:
+                for table in source.tables() + [writer.BOOK]:
+                    conn.execute(sa.select(table).limit(0)).all()
+        except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
+            return '%s: %s' % (type(e).__name__, e)
+        return None
 
     def versions(self, uuids):
         """``{uuid: when the index last wrote the row}`` (render cache)."""

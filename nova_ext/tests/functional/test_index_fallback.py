@@ -11,17 +11,21 @@
 # under the License.
 """When the index cannot answer, Nova does: same response, no error.
 
-The spec's error conditions: the index unreachable, broken, or behind.
+The spec's error conditions: the index unreachable, broken, or behind
+(changes it cannot record).
 Each time the request is answered by Nova's own path (byte-identical, as
 checked by assertSameAnswer), the driver is switched off for
 ``retry_interval`` with a single warning, and is used again afterwards.
 """
 
+import sqlite3
 import time
 
 from nova.tests import fixtures as nova_fixtures
 import sqlalchemy as sa
 
+from nova_ext import conf as ext_conf
+from nova_ext.index import consumer
 from nova_ext.index import pending
 from nova_ext.tests.functional import test_index_parity
 
@@ -73,12 +77,31 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
                                               group='nova_ext_index'))
 
     def test_behind(self):
+        # A change this process could not record for longer than max_lag:
+        # another writer holds the index's lock.
+        self.flags(max_lag=30, group='nova_ext_index')
+        uuid = '11111111-2222-3333-4444-555555555555'
+        blocker = sqlite3.connect(
+            self.index.connection[len('sqlite:///'):], isolation_level=None)
+        blocker.execute('BEGIN IMMEDIATE')
+        marker = consumer.get_marker(ext_conf.CONF)
+        marker.add_all([uuid], time.time() - 120)
+
+        def heal():
+            blocker.execute('ROLLBACK')
+            blocker.close()
+            self.assertTrue(marker.flush(30))
+        self.assertFallsBackThenRecovers('behind', heal)
+
+    def test_marks_waiting_are_no_lag(self):
+        # Recorded changes, however old, are applied by the request itself:
+        # the index is not behind, and stays on.
         self.flags(max_lag=30, group='nova_ext_index')
         uuid = '11111111-2222-3333-4444-555555555555'
         pending.mark(self.index.engine, [(uuid, time.time() - 120)])
-        self.assertFallsBackThenRecovers(
-            'behind', lambda: pending.unmark(self.index.engine,
-                                             {uuid: time.time()}))
+        self.assertSameAnswer(self.admin_api, 'servers/detail?all_tenants=1',
+                              served=True)
+        self.assertEqual({}, pending.take(self.index.engine, 10))
 
     def test_broken(self):
         with self.index.engine.begin() as conn:
@@ -90,6 +113,22 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
                 conn.execute(sa.text('ALTER TABLE instance_extra_away '
                                      'RENAME TO instance_extra'))
         self.assertFallsBackThenRecovers('instance_extra', heal)
+
+    def test_a_request_s_own_failure_leaves_the_index_on(self):
+        # An invalid regular expression fails Nova's query (a 500) and the
+        # index's alike: Nova answers it, and nobody else's list loses the
+        # index.
+        uri = 'servers/detail?all_tenants=1&launch_index=['
+        before = self.stats()
+        got = self.assertSameAnswer(self.admin_api, uri, served=False)
+        self.assertEqual(500, got.status_code)
+        after = self.stats()
+        self.assertEqual(before['unservable'] + 1, after['unservable'])
+        self.assertEqual(before['unavailable'], after['unavailable'])
+        self.assertIn("this request's index query failed",
+                      after['last_reason'])
+        self.assertSameAnswer(self.admin_api, 'servers/detail?all_tenants=1',
+                              served=True)
 
 
 class TestIndexDownCell(test_index_parity.IndexTestCase):
