@@ -32,6 +32,8 @@ from oslo_config import cfg
 
 from nova_ext.bench import data
 from nova_ext.bench import isolate
+from nova_ext.bench import listanswers
+from nova_ext.bench import listchurn
 from nova_ext.bench import listquery
 from nova_ext.bench import listtime
 from nova_ext.bench import quiet
@@ -40,6 +42,9 @@ from nova_ext.index import sync
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
 CONF = cfg.CONF
+#: The index paths of a shared run (see :func:`shared`).
+SHARED_INDEXED = tuple(path for path in listquery.INDEXED
+                       if path != listquery.CHURN)
 #: ``service_down_time`` in a timed child (see :func:`_heartbeats_held`).
 HELD_DOWN_TIME = 86400
 #: Seconds the computes of a resumed cloud may take to show up again: a
@@ -59,6 +64,11 @@ class Cloud(object):
         #: The index paths' first answers, ``{(query name, path): (answer,
         #: served, ms)}``.
         self.got = {}
+        #: Nova's answers made beside a path's own, in the state it
+        #: answered in (the churn path), keyed as ``got``.
+        self.wants = {}
+        #: What the churn path's changes are undone to (listchurn.py).
+        self.snapshot = None
         #: The timed children's results, ``{path: [result]}``.
         self.runs = {path: [] for path in listquery.INDEXED}
         self.usage = collections.Counter()
@@ -110,16 +120,22 @@ def handlers(cloud):
 
 
 def shared(cloud):
-    """Every step in this process: the method of runs before 2026-11."""
+    """Every step in this process: the method of runs before 2026-11.
+
+    Without the churn path: its changes need capture attached in the
+    process that makes them, here the whole cloud's, whose every write
+    would then be marked, slowing the other paths with catch-ups.
+    """
     args, out, call = cloud.args, cloud.out, cloud.call
-    for path in listquery.INDEXED:
-        for name, answer in listtime.answers(listquery.QUERIES, path,
-                                             call).items():
+    indexed = SHARED_INDEXED
+    for path in indexed:
+        for name, answer in listanswers.answers(listquery.QUERIES, path,
+                                                call).items():
             cloud.got[(name, path)] = answer
     _record_answers(cloud)
     _compare_all(cloud)
     out['ms'], out['fallbacks'], out['gc_ms'] = listtime.shared(
-        listquery.QUERIES, listquery.PATHS, call,
+        listquery.QUERIES, (listquery.STOCK,) + indexed, call,
         listquery.WARMUP_REQUESTS - 1, args.repeat)
     out['bare_ms'], out['bare_rows'], out['bare_bytes'] = listtime.bare(
         cloud.index.engine, listquery.WARMUP_REQUESTS, args.repeat,
@@ -133,8 +149,16 @@ def _first_answers(cloud):
     # starting up: the fork hazard of quiet.settle (a run hung one such
     # child at 32 cells).
     cloud.usage['settle'] += quiet.settle()
-    cloud.got = listtime.first_answers(listquery.QUERIES, listquery.INDEXED,
-                                       cloud.call)
+    # Before any churn child; the churn path answers last (INDEXED), so a
+    # churn child that left a change could not reach the other answers.
+    cloud.snapshot = listchurn.Snapshot(exclude=(
+        cloud.out['data']['template'],))
+    cloud.got, cloud.wants = listanswers.first_answers(
+        listquery.QUERIES, listquery.INDEXED, cloud.call, {
+            listquery.CHURN: functools.partial(listchurn.answers,
+                                               snapshot=cloud.snapshot)})
+    cloud.usage['churn_repaired'] += listchurn.settled(cloud.snapshot,
+                                                       cloud.usage)
     _record_answers(cloud)
 
 
@@ -155,19 +179,25 @@ def _time_one_child(cloud, path, others=None):
         given, the child is forked once this process has settled after
         the last stop (:func:`quiet.settle`).
     """
+    churn = path == listquery.CHURN
     # Untimed requests before the timed ones: the first answers were one.
     jobs, timeout = listtime.child_jobs(
         listquery.QUERIES, (path,), cloud.call, cloud.index.engine,
         listquery.WARMUP_REQUESTS - 1, cloud.args.repeat, listquery.LIMIT,
         cell_health=_cell_health(cloud.args),
         others=None if others is None else list(others) + [os.getpid()],
-        in_child=None if others is None else _heartbeats_held)
+        in_child=None if others is None else _heartbeats_held,
+        changes=functools.partial(listchurn.Churn, cloud.snapshot,
+                                  cloud.call) if churn else None)
     if others is not None:
         cloud.usage['settle'] += quiet.settle()
     started = cloud.usage['wall']
     cloud.runs[path].append(isolate.call_again_if_stalled(
         '%d cells, %s' % (cloud.cells, path), jobs[path], timeout,
         cloud.usage, listtime.CHILD_STALL))
+    if churn:
+        cloud.usage['churn_repaired'] += listchurn.settled(cloud.snapshot,
+                                                           cloud.usage)
     return cloud.usage['wall'] - started
 
 
@@ -264,6 +294,7 @@ def _results(cloud):
     out['check_clock'] = getattr(cloud.args, 'check_clock', 'wall')
     out['cell_checks'] = listtime.cell_checks(timed, cloud.runs)
     out['alone'] = listtime.alone(timed, cloud.runs)
+    out['churn'] = listchurn.summary(cloud.runs[listquery.CHURN])
     for name in out['ms']:
         out['ms'][name].update(out['stock_ms'][name])
         out['gc_ms'][name].update(out['stock_gc_ms'][name])
@@ -282,8 +313,13 @@ def _compare_all(cloud):
                       servers=len(want.json().get('servers', ()))
                       if want.status_code == 200 else None)
         for path in listquery.INDEXED:
-            response, served, _ = cloud.got.pop((query.name, path))
-            difference = _compare(response, served, want=want)
+            key = (query.name, path)
+            if key not in cloud.got:
+                # Not made in a shared run (SHARED_INDEXED).
+                continue
+            response, served, _ = cloud.got.pop(key)
+            difference = _compare(response, served,
+                                  want=cloud.wants.pop(key, want))
             if difference:
                 out['differences']['%s (%s)' % (query.name, path)] = (
                     difference)
@@ -318,19 +354,21 @@ def path_call(apis, selector, path, query):
     """``(response, served as asked)`` of ``query`` through ``path``.
 
     Served as asked: by the index for INDEX, and rendered by nova_ext as
-    well for FAST and CACHED; always True for STOCK.
+    well for the others (RENDERED); always True for STOCK. CHURN is
+    CACHED here; its changes are made before (listchurn.py).
     """
     fn = functools.partial(_request, apis[query.who], query.url)
     if path == listquery.STOCK:
         return _stock(fn), True
-    rendered = path in (listquery.FAST, listquery.CACHED)
+    rendered = path in listquery.RENDERED
     counter = 'rendered' if rendered else 'served'
     before = selector.stats.snapshot()[counter]
     CONF.set_override('fast_render', rendered,
                       group='nova_ext_instance_list')
     CONF.set_override('render_cache_size',
-                      listquery.CACHE_SIZE if path == listquery.CACHED
-                      else 0, group='nova_ext_instance_list')
+                      listquery.CACHE_SIZE
+                      if path in listquery.WITH_CACHE else 0,
+                      group='nova_ext_instance_list')
     try:
         response = fn()
     finally:

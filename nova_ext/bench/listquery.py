@@ -14,13 +14,22 @@
 import collections
 import itertools
 
-STOCK, INDEX, FAST, CACHED = 'stock', 'index', 'fast', 'cached'
-PATHS = (STOCK, INDEX, FAST, CACHED)
+STOCK, INDEX, FAST, CACHED, CHURN = (
+    'stock', 'index', 'fast', 'cached', 'churn')
+PATHS = (STOCK, INDEX, FAST, CACHED, CHURN)
 #: The index paths, each compared with STOCK.
-INDEXED = (INDEX, FAST, CACHED)
+INDEXED = (INDEX, FAST, CACHED, CHURN)
+#: The paths nova_ext renders itself (``fast_render``).
+RENDERED = (FAST, CACHED, CHURN)
+#: The paths with the render cache on; CHURN is CACHED with changes
+#: recorded before each request (listchurn.py).
+WITH_CACHE = (CACHED, CHURN)
 #: Documents the render cache holds in the ``cached`` path.
 CACHE_SIZE = 100000
 LIMIT = 1000
+#: The share of a page's servers changed before each ``churn`` request,
+#: and the seed of the choice (the same sets in every run).
+CHURN_SHARE, CHURN_SEED = 0.1, 0
 #: Untimed requests per query and path before the timed ones; the first is
 #: the one whose body is compared.
 WARMUP_REQUESTS = 2

@@ -16,8 +16,8 @@ Two ways, on the same data and requests:
 * forked (the default): each index path, and the bare reference, is timed
   in children forked from the cloud's process before Nova's path first
   runs there (see isolate.py), several children each, one at a time
-  (:func:`child_jobs`, their results :func:`pooled`), after
-  :func:`first_answers` made each path's answers in a child of its own;
+  (:func:`child_jobs`, their results :func:`pooled`), after each path
+  made its answers in a child of its own (listanswers.py);
   Nova's own path is timed afterwards in the cloud's process
   (:func:`shared`, that one path);
 * :func:`shared`: every path in turn in the cloud's process, as all
@@ -53,7 +53,8 @@ CHILD_STALL = 120
 BARE = 'bare'
 
 
-def rounds(queries, paths, call, warmup, repeat, before_timed=None):
+def rounds(queries, paths, call, warmup, repeat, before_timed=None,
+           before_each=None):
     """Time every query through every path, ``warmup + repeat`` times.
 
     Each round makes every query through each path, in reverse order every
@@ -69,6 +70,8 @@ def rounds(queries, paths, call, warmup, repeat, before_timed=None):
 
     :param call: ``call(path, query) -> (response, served as asked)``.
     :param before_timed: called once, before the first timed round.
+    :param before_each: ``before_each(path, query)``, called before each
+        request, outside its timing and before the heap is collected.
     :returns: ``(samples, in_gc, fallbacks)``: seconds per request and
         seconds of it in the garbage collector, as ``{query: {path:
         [s]}}``, and ``{'query (path)': requests handed back to Nova}``.
@@ -87,6 +90,8 @@ def rounds(queries, paths, call, warmup, repeat, before_timed=None):
         shuffle(queries)
         for query in queries:
             for path in order:
+                if before_each is not None:
+                    before_each(path, query)
                 gc.collect()
                 collected = clock.seconds
                 started = time.perf_counter()
@@ -120,7 +125,7 @@ def shared(queries, paths, call, warmup, repeat):
 
 
 def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
-               cell_health=None, others=None, in_child=None):
+               cell_health=None, others=None, in_child=None, changes=None):
     """The job of each path's timed children, paired with the bare reference.
 
     Each child makes ``warmup + 1`` untimed rounds of its one path, then
@@ -141,6 +146,11 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
         (:class:`quiet.Quiet`; ``alone`` in its result says whether it
         could), or None to leave them running.
     :param in_child: called first in each child, if given.
+    :param changes: if given, called in each child once it is a fresh
+        process: an object whose ``before(path, query)`` is called before
+        each request (outside its timing) and whose ``close()``, called
+        after the rounds, returns what is kept as ``changes`` in the
+        child's result (listchurn.Churn).
     :returns: ``({path: job}, seconds a child may take)``; each job is run
         in a child (:func:`isolate.call`), and their results, gathered per
         path, are what :func:`pooled` takes.
@@ -148,7 +158,7 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
     warmup += 1
     jobs = {path: functools.partial(_one_path, queries, path, call, engine,
                                     warmup, repeat, limit, cell_health,
-                                    others, in_child)
+                                    others, in_child, changes)
             for path in paths}
     return jobs, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND * (warmup + repeat)
 
@@ -227,73 +237,12 @@ def alone(paths, runs):
     return counted
 
 
-def first_answers(queries, paths, call):
-    """Each path's first answer to every query, in a forked child per path.
-
-    The timed children are forked afterwards from a process that has run
-    none of the index paths, as a nova-api process configured for one
-    path never runs the others: children forked from a benchmark process
-    that had first made these answers itself were slower at 2 and 8 cells
-    (the ``cached`` path by about 50 ms of 200 at 2 cells; see the docs).
-
-    :returns: as :func:`answers`, for every path, keyed ``(query name,
-        path)``; each response an :class:`Answer`.
-    """
-    jobs = {path: functools.partial(_answers_in_child, queries, path, call)
-            for path in paths}
-    runs = isolate.in_processes(
-        jobs, 1, CHILD_TIMEOUT + CHILD_TIMEOUT_PER_ROUND, stall=CHILD_STALL)
-    return {(name, path): (Answer(status, content.encode('latin-1')),
-                           served, ms)
-            for path in paths
-            for name, (status, content, served, ms) in runs[path][0]}
-
-
-def answers(queries, path, call):
-    """``path``'s first answer to every query, in this process.
-
-    :returns: ``{query name: (response, served, ms)}``.
-    """
-    out = {}
-    for query in queries:
-        started = time.perf_counter()
-        response, served = call(path, query)
-        out[query.name] = (response, served,
-                           (time.perf_counter() - started) * 1000.0)
-        isolate.heartbeat()
-    return out
-
-
-def _answers_in_child(queries, path, call):
-    _fresh_process()
-    # Latin-1 maps every byte to one character: JSON carries the body byte
-    # for byte.
-    return [(name, (response.status_code, response.content.decode('latin-1'),
-                    served, ms))
-            for name, (response, served, ms) in answers(
-                queries, path, call).items()]
-
-
-class Answer(object):
-    """A response carried back from a child, as far as it is compared."""
-
-    def __init__(self, status_code, content):
-        self.status_code = status_code
-        self.content = content
-
-    @property
-    def text(self):
-        return self.content.decode('utf-8', 'replace')
-
-    def json(self):
-        return jsonutils.loads(self.content)
-
-
 #: In a forked child, its parent's SQLite handles, never to be freed.
 _INHERITED = []
 
 
-def _fresh_process():
+def fresh_process():
+    """Make a forked child fit to serve: thread pools, SQL connections."""
     # Only the forking thread lives on in a child, so Nova's thread pools
     # would queue work for workers that are gone (a scatter-gather over the
     # cells would wait out its 60 s timeout). Nova resets them the same
@@ -322,10 +271,11 @@ def _in_memory(url):
 
 
 def _one_path(queries, path, call, engine, warmup, repeat, limit,
-              cell_health=None, others=None, in_child=None):
-    _fresh_process()
+              cell_health=None, others=None, in_child=None, changes=None):
+    fresh_process()
     if in_child is not None:
         in_child()
+    changer = None if changes is None else changes()
     last = []
     in_requests = measure.RequestClock()
     made = [0]
@@ -342,17 +292,25 @@ def _one_path(queries, path, call, engine, warmup, repeat, limit,
             return call(which, query)
 
     pause = None if others is None else quiet.Quiet(others, CHILD_STALL)
-    with contextlib.ExitStack() as timed:
-        samples, in_gc, fallbacks = rounds(
-            queries, (path, BARE), paired, warmup, repeat,
-            pause and functools.partial(timed.enter_context, pause))
-        # Read while they are still stopped, if they were.
-        alone = pause is not None and pause.stopped
+    try:
+        with contextlib.ExitStack() as timed:
+            samples, in_gc, fallbacks = rounds(
+                queries, (path, BARE), paired, warmup, repeat,
+                pause and functools.partial(timed.enter_context, pause),
+                changer and changer.before)
+            # Read while they are still stopped, if they were.
+            alone = pause is not None and pause.stopped
+    finally:
+        # Even after a failure: what the changes leave, the children
+        # forked after this one would read.
+        changed = None if changer is None else changer.close()
     dumped = last[0]
     counted = {} if cell_health is None else {
         'checks': cell_health.checks - checks, 'requests': made[0]}
     if others is not None:
         counted['alone'] = alone
+    if changed is not None:
+        counted['changes'] = changed
     return dict(counted, **{
         'samples': {name: {path: by_path[path]}
                     for name, by_path in samples.items()},

@@ -122,19 +122,22 @@ def _add_list(subparsers):
     parser.add_argument('--paths', type=_index_paths,
                         default=listquery.INDEXED,
                         help='comma-separated index paths timed in those '
-                             'processes (default index,fast,cached); every '
-                             "index path's first answers are still "
-                             "compared with Nova's, and Nova's path is "
-                             'always timed. Timing one path alone affords '
-                             'more --processes in the same time: a cached '
-                             'child takes about a quarter of an index '
-                             'child\'s time')
+                             'processes (default %s); every index path\'s '
+                             "first answers are still compared with Nova's, "
+                             "and Nova's path is always timed. churn is "
+                             'cached with a tenth of each page changed in '
+                             'the cells (and marked by change capture) '
+                             'before each request. Timing one path alone '
+                             'affords more --processes in the same time: a '
+                             'cached child takes about a quarter of an '
+                             'index child\'s time' % ','.join(
+                                 listquery.INDEXED))
     parser.add_argument('--shared', action='store_true',
-                        help='time every path in turn in the benchmark\'s '
-                             'own process instead, beside the harness and '
-                             "after Nova's path (the method of runs before "
-                             '2026-11; --processes and --paths are then '
-                             'ignored)')
+                        help='time every path but churn in turn in the '
+                             'benchmark\'s own process instead, beside the '
+                             "harness and after Nova's path (the method of "
+                             'runs before 2026-11; --processes and --paths '
+                             'are then ignored)')
     parser.add_argument('--check-clock', choices=('requests', 'wall'),
                         default='requests',
                         help="what times the index's cell check interval "

@@ -27,9 +27,11 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from nova_ext.bench import isolate
+from nova_ext.bench import listanswers
 from nova_ext.bench import listcloud
 from nova_ext.bench import listing
 from nova_ext.bench import listquery
+from nova_ext.bench import listreport
 from nova_ext.bench import listtime
 from nova_ext.bench import measure
 from nova_ext.bench import quiet
@@ -38,9 +40,13 @@ from nova_ext.index import source
 from nova_ext.tests.unit import base
 
 
-def _cloud(bare, cached):
+#: The paths of a run that timed every path but churn.
+NO_CHURN = tuple(p for p in listquery.PATHS if p != listquery.CHURN)
+
+
+def _cloud(bare, cached, paths=NO_CHURN):
     ms = {q.name: {p: {'median': 100.0, 'min': 50.0, 'p90': 150.0}
-                   for p in listquery.PATHS} for q in listquery.QUERIES}
+                   for p in paths} for q in listquery.QUERIES}
     ms[listquery.HEADLINE][listquery.CACHED]['median'] = cached
     return {'ms': ms, 'bare_ms': {'median': bare}}
 
@@ -49,13 +55,13 @@ class TestNotes(base.TestCase):
 
     def test_floor_growth_beside_the_cached_growth(self):
         clouds = {2: _cloud(40.0, 100.0), 32: _cloud(60.0, 200.0)}
-        notes = listing._notes(clouds, [2, 32])
+        notes = listreport.make_notes(clouds, [2, 32])
         self.assertIn('200% over the fastest', notes[0])
         self.assertEqual(
             'the bare reference itself: bare@32 / bare@2 = 1.50 (medians), '
             'against cached@32 / cached@2 = 2.00 for detail admin.',
             notes[-1])
-        self.assertEqual(1, len(listing._notes(clouds, [2])))
+        self.assertEqual(1, len(listreport.make_notes(clouds, [2])))
 
     def test_time_in_the_collector_per_path(self):
         cloud = _cloud(40.0, 100.0)
@@ -65,7 +71,7 @@ class TestNotes(base.TestCase):
         cloud['gc_ms'][listquery.HEADLINE][listquery.STOCK] = {
             'median': 700.0, 'max': 1500.0}
         cloud['live_objects'] = 1921000
-        notes = listing._notes({2: cloud}, [2])
+        notes = listreport.make_notes({2: cloud}, [2])
         self.assertEqual(
             '2 cells, detail admin: median (max) ms in the garbage '
             'collector inside each request: stock 700.0 (1500), index 1.0 '
@@ -85,7 +91,7 @@ class TestNotes(base.TestCase):
             clouds[cells]['bare_per_process_ms'][listquery.CACHED] = [
                 40.0, 50.0]
             clouds[cells]['children'] = {'wall': 800.4, 'parent_cpu': 47.6}
-        notes = listing._notes(clouds, [2, 32])
+        notes = listreport.make_notes(clouds, [2, 32])
         self.assertEqual(
             '2 cells, detail admin: median ms in each process of its own, '
             'with the bare reference timed in the same process: index 90 '
@@ -109,19 +115,19 @@ class TestNotes(base.TestCase):
                 path: {'median': 1000.0} for path in listquery.INDEXED}
             clouds[cells]['bare_by_path_ms'][listquery.CACHED] = {
                 'median': floor}
-        notes = listing._notes(clouds, [2, 32])
+        notes = listreport.make_notes(clouds, [2, 32])
         # 150/50 over 100/40; the pooled bare (60 and 40) is not used.
         self.assertEqual(
             'cached/bare for detail admin, bare from the same processes: '
             '2.50 at 2 cells, 3.00 at 32; their ratio, flatness net of the '
             'floor and of the machine\'s swings: 1.20.', notes[-1])
-        self.assertEqual(50.0, listing._bare(clouds[32], listquery.CACHED))
-        target = [t for t in listing._targets(clouds, [2, 32])
+        self.assertEqual(50.0, listreport._bare(clouds[32], listquery.CACHED))
+        target = [t for t in listreport.make_targets(clouds, [2, 32])
                   if t['target'].startswith('cached within')][0]
         self.assertEqual(3.0, target['measured'])
         # Without per-path samples (a shared run), the one bare reference.
         del clouds[32]['bare_by_path_ms']
-        self.assertEqual(60.0, listing._bare(clouds[32], listquery.CACHED))
+        self.assertEqual(60.0, listreport._bare(clouds[32], listquery.CACHED))
 
     def test_children_that_ran_alone(self):
         clouds = {2: _cloud(40.0, 100.0)}
@@ -134,7 +140,7 @@ class TestNotes(base.TestCase):
         clouds[2]['alone'] = {listquery.INDEX: [3, 3],
                               listquery.CACHED: [2, 3]}
         clouds[2]['stock_alone'] = True
-        notes = listing._notes(clouds, [2])
+        notes = listreport.make_notes(clouds, [2])
         self.assertIn(
             '2 cells: children that ran their timed requests with every '
             'cloud process stopped: 3 of 3 index; 2 of 3 cached; Nova\'s '
@@ -203,7 +209,7 @@ class TestShow(base.TestCase):
                    'clouds': {}, 'notes': []}
         out = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
-        listing._show(results, [], differences)
+        listreport.show(results, [], differences)
         return out.getvalue()
 
     def test_a_difference_is_shouted(self):
@@ -258,26 +264,26 @@ class TestTimedPaths(base.TestCase):
                   32: _cached_alone(50.0, 130.0, 9000.0)}
         measured = [2, 8, 32]
         self.assertEqual((listquery.STOCK, listquery.CACHED),
-                         listing._paths(clouds, measured))
-        table = listing._table(clouds, measured)
+                         listreport._paths(clouds, measured))
+        table = listreport.make_table(clouds, measured)
         headline = [r for r in table if r['query'] == listquery.HEADLINE]
         self.assertEqual(60.0, headline[1]['stock_over_cached'])
         self.assertNotIn('index_median', headline[1])
         self.assertNotIn('stock_over_fast', headline[1])
-        targets = listing._targets(clouds, measured)
+        targets = listreport.make_targets(clouds, measured)
         self.assertEqual([1.3, 60.0, 2.6],
                          [round(t['measured'], 2) for t in targets])
         self.assertTrue(all(t['target'].startswith('cached')
                             for t in targets))
-        notes = listing._notes(clouds, measured)
+        notes = listreport.make_notes(clouds, measured)
         self.assertEqual(
             'the bare reference itself: bare@32 / bare@2 = 1.25 (medians), '
             'against cached@32 / cached@2 = 1.30 for detail admin.',
             notes[-1])
-        row = listing._row(headline[2])
+        row = listreport._row(headline[2])
         self.assertEqual(('detail admin', 32, 1000, '9000 (150)', '-', '-',
-                          '130 (150)', '900', '-', '-', '69.23', '-', '2.6',
-                          '-', '1.30', 'yes'), row)
+                          '130 (150)', '-', '900', '-', '-', '69.23', '-',
+                          '-', '2.6', '-', '1.30', 'yes'), row)
 
 
 class _Cycle(object):
@@ -590,7 +596,7 @@ class TestIsolated(base.TestCase):
             conn.execute(sa.text('CREATE TABLE kept (id INTEGER)'))
 
         def child():
-            listtime._fresh_process()
+            listtime.fresh_process()
             with memory.connect() as conn:
                 kept = conn.execute(sa.text('SELECT COUNT(*) FROM kept'))
                 return [self.engine.pool.checkedin(), kept.scalar()]
@@ -606,7 +612,7 @@ class TestIsolated(base.TestCase):
             raw = conn.connection.dbapi_connection
 
         def child():
-            listtime._fresh_process()
+            listtime.fresh_process()
             gc.collect()
             # The pool forgot it; the child still holds it, unfreed.
             return [self.engine.pool.checkedin(),
@@ -638,7 +644,9 @@ class TestIsolated(base.TestCase):
             response.content = body + path.encode('ascii')
             return response, path != listquery.FAST
 
-        got = listtime.first_answers(self.QUERIES, listquery.INDEXED, call)
+        got, wants = listanswers.first_answers(self.QUERIES,
+                                               listquery.INDEXED, call)
+        self.assertEqual({}, wants)
         # Made in the children only.
         self.assertEqual([], calls)
         self.assertEqual({(q.name, p) for q in self.QUERIES
