@@ -28,6 +28,7 @@ from nova import objects
 
 from nova_ext import exception
 from nova_ext.instance_list import base
+from nova_ext.instance_list import request_specs
 from nova_ext.instance_list import rows
 from nova_ext.instance_list import view
 
@@ -124,11 +125,14 @@ def instances(driver, context, listing, records, full=True):
     return [rows.IndexedInstance(record, flavors) for record in page]
 
 
-def render(driver, view_builder, listing, page):
+def render(driver, view_builder, listing, page, only=None):
     """The response body, by Nova's view builder.
 
     The volumes of the page are read from the index, where ``driver`` keeps
     them.
+
+    :param only: the uuids whose volumes are read, or None for all: the
+        servers of a page rendered again (``PageRender.again``).
     """
     cell_down_support = listing.kwargs.get('cell_down_support', False)
     if not listing.detail:
@@ -140,7 +144,12 @@ def render(driver, view_builder, listing, page):
         if lacking:
             driver.services.fill(listing.context, lacking,
                                  lambda inst: inst.cell_id)
-    with view.volumes_from(driver.volumes):
+
+    def volumes(ctx, uuids):
+        if only is not None:
+            uuids = [uuid for uuid in uuids if uuid in only]
+        return driver.volumes(ctx, uuids)
+    with view.volumes_from(volumes):
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)
 
@@ -160,10 +169,10 @@ def _shows_host_status(view_builder, listing):
         listing.context) is not None
 
 
-def render_or_hand(driver, view_builder, listing, page):
+def render_or_hand(driver, view_builder, listing, page, only=None):
     """render(), with what the rows cannot give turned into NotRendered."""
     try:
-        return render(driver, view_builder, listing, page)
+        return render(driver, view_builder, listing, page, only=only)
     except base.Unservable as e:
         raise NotRendered(str(e))
 
@@ -197,8 +206,10 @@ def render_cached(driver, listing, records, cache):
                 if 'services' in instance:
                     again.services = instance.services
                 page[n] = again
-        render.missed = []
-        body = render_or_hand(driver, builder, listing, page)
+        render.again()
+        with request_specs.only(render.redo):
+            body = render_or_hand(driver, builder, listing, page,
+                                  only=render.redo)
         if render.missed:
             raise NotRendered('servers %s left the index while the page '
                               'was rendered' % ', '.join(render.missed))

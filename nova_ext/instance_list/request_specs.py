@@ -25,6 +25,8 @@ a spec gave is kept per instance under a digest of its stored text, and
 reused while the stored text has that digest.
 """
 
+import contextlib
+import contextvars
 import hashlib
 
 from nova.db.api import api as api_db_api
@@ -72,9 +74,30 @@ def _digest(stored):
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
+_ONLY = contextvars.ContextVar('nova_ext_request_specs_only',
+                               default=None)
+
+
+@contextlib.contextmanager
+def only(uuids):
+    """Within, the specs of ``uuids`` alone are read, whatever is asked.
+
+    For a page rendered again: its other servers keep the documents the
+    first pass found, for which their specs were read.
+    """
+    token = _ONLY.set(frozenset(uuids))
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
+
+
 def get_by_instance_uuids(context, instance_uuids):
     """As ``RequestSpec.get_by_instance_uuids``, for the server view."""
     global _KEPT
+    wanted = _ONLY.get()
+    if wanted is not None:
+        instance_uuids = [u for u in instance_uuids if u in wanted]
     if not instance_uuids:
         return []
     specs, left = [], []

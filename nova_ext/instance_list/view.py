@@ -58,7 +58,8 @@ class PageRender(object):
 
     A row read without its joins (``full`` false) whose document is not
     cached is recorded in ``missed`` and given a placeholder; the page is
-    then rendered again with those rows read in full (fastpath.py).
+    then rendered again with those rows read in full (fastpath.py), and
+    only those: the others keep the documents the first pass found.
     """
 
     def __init__(self, cache, request, project_in_url):
@@ -66,8 +67,17 @@ class PageRender(object):
         self.request_part = render_cache.request_key(request,
                                                      project_in_url)
         self.missed = []
+        #: The uuids rendered again (the first pass's missed), or None.
+        self.redo = None
+        self._found = {}
+
+    def again(self):
+        """Before the page is rendered again: render the missed only."""
+        self.redo, self.missed = frozenset(self.missed), []
 
     def show(self, show, request, instance, kwargs):
+        if self.redo is not None and instance.uuid not in self.redo:
+            return {'server': self._found[instance.uuid]}
         context = request.environ['nova.context']
         key = render_cache.key(self.request_part, context, instance, kwargs)
         if key is not None:
@@ -75,7 +85,8 @@ class PageRender(object):
             if doc is not None:
                 # Nova adds host_status and security groups to the
                 # documents of a page; those go into a copy.
-                return {'server': dict(doc)}
+                self._found[instance.uuid] = dict(doc)
+                return {'server': self._found[instance.uuid]}
         if not instance.get('full', True):
             self.missed.append(instance.uuid)
             return {'server': _Unrendered(id=instance.uuid)}
