@@ -275,7 +275,11 @@ class Marker(object):
                 return
             changes, holds, ticket, oldest = batch
             try:
-                pending.mark(db.get_engine(self.conf), changes, holds)
+                # A short wait for another writer's lock: the batch is
+                # retried anyway, and under eventlet the wait is the whole
+                # process's.
+                pending.mark(db.get_engine(self.conf), changes, holds,
+                             timeout=self.conf.nova_ext_index.capture_timeout)
             except Exception as e:
                 backoff = self._failed(changes, holds, oldest, e, backoff)
                 if backoff is None:

@@ -38,12 +38,17 @@ EXPIRY = 86400.0
 _STARTED = time.time()
 
 
-def publish(engine, driver, counts, now=None):
+def publish(engine, driver, counts, now=None, timeout=None):
+    """Record this process's counters.
+
+    :param timeout: seconds to wait for the index's write lock
+        (``db.begin_write``).
+    """
     now = time.time() if now is None else now
     host, pid = socket.gethostname(), os.getpid()
     row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
            'counts': json.dumps(counts, sort_keys=True)}
-    with db.begin_write(engine) as conn:
+    with db.begin_write(engine, timeout) as conn:
         updated = conn.execute(sa.update(METRICS).where(
             METRICS.c.host == host, METRICS.c.pid == pid).values(**row))
         if not updated.rowcount:

@@ -69,6 +69,10 @@ def index_cell(conf):
     return cell
 
 
+#: Seconds publishing the counters waits for the index's write lock.
+PUBLISH_WAIT = 0.1
+
+
 class _IndexLister(nova_instance_list.InstanceLister):
     """Nova's lister over the single index 'cell'."""
 
@@ -192,7 +196,10 @@ class IndexDriver(base.InstanceListDriver):
         return self.lag() <= self.conf.nova_ext_index.max_lag
 
     def report_stats(self, counts):
-        metrics.publish(db.get_engine(self.conf), self.name, counts)
+        # Best effort: a short wait for another writer's lock (under
+        # eventlet, SQLite's wait is the whole process's).
+        metrics.publish(db.get_engine(self.conf), self.name, counts,
+                        timeout=PUBLISH_WAIT)
 
     def lag(self):
         return catch_up.lag(self.conf)

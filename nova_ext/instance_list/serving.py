@@ -25,6 +25,8 @@ import copy
 import threading
 import time
 
+import futurist
+from futurist import waiters as futurist_waiters
 from oslo_log import log as logging
 
 from nova_ext import instance_list
@@ -77,6 +79,7 @@ class Selector(object):
         self._lock = threading.Lock()
         self.latched_until = None
         self._reported = float('-inf')
+        self._publisher = self._publishing = None
         self._local = threading.local()
 
     @property
@@ -194,16 +197,33 @@ class Selector(object):
         self._report(self.driver)
 
     def _report(self, driver):
+        # By a thread of its own: publishing writes to the index, which
+        # another writer may hold, and no list may wait for that.
         now = self.clock()
         with self._lock:
-            if now - self._reported < REPORT_INTERVAL:
+            if now - self._reported < REPORT_INTERVAL or (
+                    self._publishing is not None and
+                    not self._publishing.done()):
                 return
             self._reported = now
-        try:
-            driver.report_stats(self.stats.snapshot())
-        except Exception:  # noqa: counters must never fail a request
-            LOG.debug('nova_ext could not publish list counters',
-                      exc_info=True)
+            if self._publisher is None:
+                self._publisher = futurist.ThreadPoolExecutor(max_workers=1)
+            self._publishing = self._publisher.submit(
+                _publish, driver, self.stats.snapshot())
+
+    def wait_reported(self, timeout=None):
+        """Wait until the counters last handed over are published."""
+        with self._lock:
+            publishing = self._publishing
+        if publishing is not None:
+            futurist_waiters.wait_for_all([publishing], timeout)
+
+
+def _publish(driver, counts):
+    try:
+        driver.report_stats(counts)
+    except Exception:  # noqa: counters are best effort
+        LOG.debug('nova_ext could not publish list counters', exc_info=True)
 
 
 def _is_client_error(error):

@@ -478,9 +478,9 @@ class MarkerTestCase(IndexDBTestCase):
         self.batches = []
         real = self.real_mark = pending.mark
 
-        def recording(engine, changes, holds=None):
+        def recording(engine, changes, holds=None, timeout=None):
             self.batches.append(dict(changes))
-            return real(engine, changes, holds)
+            return real(engine, changes, holds, timeout=timeout)
         self.useFixture(fixtures.MockPatchObject(pending, 'mark',
                                                  side_effect=recording))
         self.useFixture(fixtures.MockPatchObject(consumer, 'BACKOFF', 0.01))
@@ -535,11 +535,11 @@ class TestMarker(MarkerTestCase):
     def test_a_mark_failing_twice_loses_nothing(self):
         real, calls = self.real_mark, []
 
-        def fails_twice(engine, changes, holds=None):
+        def fails_twice(engine, changes, holds=None, timeout=None):
             calls.append(dict(changes))
             if len(calls) <= 2:
                 raise db_exc.DBError('index away')
-            return real(engine, changes, holds)
+            return real(engine, changes, holds, timeout=timeout)
         pending.mark.side_effect = fails_twice
         marker = self.marker(delay=0.001)
         ticket = marker.add('a', 1.0)

@@ -11,6 +11,8 @@
 # under the License.
 """The Selector: which answers come from the driver, which from Nova."""
 
+import threading
+
 import fixtures
 from nova import exception as nova_exception
 
@@ -121,11 +123,30 @@ class TestSelector(base.TestCase):
     def test_counters_published_at_most_every_interval(self):
         self.list()
         self.list()
+        self.selector.wait_reported(5)
         self.assertEqual(1, len(self.driver.reported))
         self.clock.now += serving.REPORT_INTERVAL
         self.list()
+        self.selector.wait_reported(5)
         self.assertEqual(2, len(self.driver.reported))
         self.assertEqual(3, self.driver.reported[-1]['served'])
+
+    def test_a_list_does_not_wait_for_its_counters(self):
+        # Another writer holds the index: publishing waits, the list not.
+        held = threading.Event()
+        self.addCleanup(held.set)
+        published = []
+        self.driver.report_stats = lambda counts: (
+            held.wait(30), published.append(counts))
+        self.assertEqual(('from-driver', []), self.list())
+        self.clock.now += serving.REPORT_INTERVAL
+        # Both lists answered while the first publication still waits; the
+        # second list's counters are not queued behind it.
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual([], published)
+        held.set()
+        self.selector.wait_reported(5)
+        self.assertEqual([1], [c['served'] for c in published])
 
     def test_cells_driver_is_novas_path(self):
         self.driver.name = 'cells'
