@@ -163,8 +163,8 @@ def _notification(instance_uuid, when):
 class _Commits(object):
     """Records when each instance state was committed to the index.
 
-    It wraps ``writer.apply``, which commits before it returns; from then
-    on every new reader of the index sees the rows written.
+    It wraps ``writer.apply_reads``, which commits before it returns; from
+    then on every new reader of the index sees the rows written.
     """
 
     def __init__(self, apply):
@@ -172,13 +172,16 @@ class _Commits(object):
         self._lock = threading.Lock()
         self.seen = collections.defaultdict(list)
 
-    def __call__(self, engine, read, uuids):
-        outcome = self._apply(engine, read, uuids)
+    def __call__(self, engine, reads):
+        outcome = self._apply(engine, reads)
         now = time.time()
+        rows = {}
+        for read, _uuids in reads:
+            rows.update(read.instances)
         with self._lock:
             for instance_uuid in outcome.written:
                 self.seen[instance_uuid].append(
-                    (read.instances[instance_uuid]['updated_at'], now))
+                    (rows[instance_uuid]['updated_at'], now))
         return outcome
 
     def visible_at(self, instance_uuid, updated_at):
@@ -201,8 +204,8 @@ def _measure(args, out, the_cloud):
         sync.sync_cell(ctx, CONF, cell)
     cells = _Cells(the_cloud, index.engine)
     progress.done('%d instances' % len(cells.pool))
-    commits = _Commits(writer.apply)
-    the_cloud.stub_out('nova_ext.index.writer.apply', commits)
+    commits = _Commits(writer.apply_reads)
+    the_cloud.stub_out('nova_ext.index.writer.apply_reads', commits)
     failures = out['failures'] = _Failures()
     the_cloud.stub_out('nova_ext.index.refresh.process_pending',
                        failures.counting(refresh.process_pending))

@@ -30,6 +30,9 @@ from nova_ext.index import writer
 
 LOG = logging.getLogger(__name__)
 
+_ERRORS = (sa.exc.SQLAlchemyError, db_exc.DBError,
+           nova_exception.NovaException)
+
 Totals = collections.namedtuple('Totals',
                                 'written stale hidden removed missing failed')
 
@@ -71,23 +74,38 @@ def refresh(ctx, conf, uuids):
     for uuid, cell_uuid in mapped.items():
         if cell_uuid is not None:
             by_cell[cell_uuid].append(uuid)
-    cells = {cell_uuid: objects.CellMapping.get_by_uuid(ctx, cell_uuid)
-             for cell_uuid in by_cell}
+    # One query for every cell, where a page's changes span most of them.
+    cells = {cell.uuid: cell for cell in objects.CellMappingList.get_all(ctx)
+             if cell.uuid in by_cell} if by_cell else {}
     unmapped = [u for u in uuids if mapped.get(u) is None]
     if unmapped:
         totals = totals._replace(removed=_again_if_raced(
             remove, engine, unmapped))
+    reads = []
     for cell_uuid, cell_uuids in sorted(by_cell.items()):
         try:
-            with nova_context.target_cell(ctx, cells[cell_uuid]) as cctxt:
-                read = source.read(cctxt, cells[cell_uuid], cell_uuids)
-            totals = _add(totals, _again_if_raced(
-                writer.apply, engine, read, cell_uuids))
-        except (sa.exc.SQLAlchemyError, db_exc.DBError,
-                nova_exception.NovaException) as e:
+            cell = cells.get(cell_uuid)
+            if cell is None:
+                raise nova_exception.CellMappingNotFound(uuid=cell_uuid)
+            with nova_context.target_cell(ctx, cell) as cctxt:
+                reads.append((source.read(cctxt, cell, cell_uuids),
+                              cell_uuids))
+        except _ERRORS as e:
             LOG.warning('nova_ext index: could not refresh %d instances of '
                         'cell %s: %s', len(cell_uuids), cell_uuid, e)
             failed.extend(cell_uuids)
+    if reads:
+        # Every cell's in one index transaction: one commit, and one
+        # statement per table, however many cells the instances are in.
+        try:
+            totals = _add(totals, _again_if_raced(
+                writer.apply_reads, engine, reads))
+        except _ERRORS as e:
+            read_uuids = [u for _read, cell_uuids in reads
+                          for u in cell_uuids]
+            LOG.warning('nova_ext index: could not write %d refreshed '
+                        'instances: %s', len(read_uuids), e)
+            failed.extend(read_uuids)
     return totals._replace(failed=len(failed)), failed
 
 

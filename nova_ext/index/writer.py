@@ -81,38 +81,44 @@ def _instance(row, cell_id):
     return values
 
 
-def _insert(conn, read, uuids):
-    """Insert what ``read`` holds of ``uuids``, one statement per table.
+def _insert(conn, writes):
+    """Insert what each read holds of its uuids, one statement per table.
+
+    :param writes: ``[(read, uuids)]``, each read a cell's.
 
     Each statement is executed for all its rows at once (executemany), and
     takes its values as parameters, so that it is compiled once per table
-    rather than once per row.
+    rather than once per row, whatever the number of cells.
     """
-    if not uuids:
+    writes = [(read, uuids) for read, uuids in writes if uuids]
+    if not writes:
         return
     conn.execute(sa.insert(source.INSTANCES), [
-        _instance(read.instances[uuid], read.cell_id) for uuid in uuids])
+        _instance(read.instances[uuid], read.cell_id)
+        for read, uuids in writes for uuid in uuids])
     for table, _key in source.CHILDREN:
-        held = read.children.get(table.name, {})
-        rows = [_without_id(r) for uuid in uuids for r in held.get(uuid, ())]
+        rows = [_without_id(r) for read, uuids in writes
+                for uuid in uuids
+                for r in read.children.get(table.name, {}).get(uuid, ())]
         if rows:
             conn.execute(sa.insert(table), rows)
-    for uuid in uuids:
-        for assoc, group in read.security_groups.get(uuid, ()):
-            # Security group ids collide across cells too; each instance
-            # gets its own copy of the groups it is associated with.
-            result = conn.execute(sa.insert(source.SECURITY_GROUPS),
-                                  _without_id(group))
-            values = _without_id(assoc)
-            values['security_group_id'] = result.inserted_primary_key[0]
-            conn.execute(sa.insert(source.SG_ASSOCIATIONS), values)
+    for read, uuids in writes:
+        for uuid in uuids:
+            for assoc, group in read.security_groups.get(uuid, ()):
+                # Security group ids collide across cells too; each
+                # instance gets its own copy of the groups it is in.
+                result = conn.execute(sa.insert(source.SECURITY_GROUPS),
+                                      _without_id(group))
+                values = _without_id(assoc)
+                values['security_group_id'] = result.inserted_primary_key[0]
+                conn.execute(sa.insert(source.SG_ASSOCIATIONS), values)
     conn.execute(sa.insert(BOOK), [
         {'uuid': uuid, 'cell_uuid': read.cell_uuid,
          'source_id': read.instances[uuid]['id'],
          'source_updated_at': read.instances[uuid]['updated_at'],
          'read_at': read.read_at,
          'deleted_at': read.instances[uuid]['deleted_at']}
-        for uuid in uuids])
+        for read, uuids in writes for uuid in uuids])
 
 
 def apply(engine, read, uuids):
@@ -123,30 +129,42 @@ def apply(engine, read, uuids):
 
     :returns: an :class:`Outcome` of uuid lists.
     """
-    uuids = list(uuids)
+    return apply_reads(engine, [(read, uuids)])
+
+
+def apply_reads(engine, reads):
+    """:func:`apply` for several cells' reads, in one transaction.
+
+    :param reads: ``[(read, uuids)]``, the uuids asked of each read's cell.
+    :returns: an :class:`Outcome` of uuid lists, over every read.
+    """
     out = Outcome([], [], [], [], [])
     with db.begin_write(engine) as conn:
-        book = _book(conn, uuids)
-        write, remove = [], []
-        for uuid in uuids:
-            row, held = read.instances.get(uuid), book.get(uuid)
-            if row is None:
-                if held is not None and held.cell_uuid == read.cell_uuid:
-                    remove.append(uuid)
+        book = _book(conn, [u for _read, uuids in reads for u in uuids])
+        writes, remove = [], []
+        for read, uuids in reads:
+            write = []
+            for uuid in uuids:
+                row, held = read.instances.get(uuid), book.get(uuid)
+                if row is None:
+                    if held is not None and held.cell_uuid == read.cell_uuid:
+                        remove.append(uuid)
+                    else:
+                        out.missing.append(uuid)
+                elif (held is not None and held.cell_uuid != read.cell_uuid
+                        and row['hidden']):
+                    # A cross-cell move leaves a hidden copy behind; the
+                    # visible copy in the other cell is the instance.
+                    out.hidden.append(uuid)
+                elif (held is not None and held.cell_uuid == read.cell_uuid
+                        and _is_stale(held, row, read.read_at)):
+                    out.stale.append(uuid)
                 else:
-                    out.missing.append(uuid)
-            elif (held is not None and held.cell_uuid != read.cell_uuid
-                    and row['hidden']):
-                # A cross-cell move leaves a hidden copy behind; the visible
-                # copy in the other cell is the instance.
-                out.hidden.append(uuid)
-            elif (held is not None and held.cell_uuid == read.cell_uuid
-                    and _is_stale(held, row, read.read_at)):
-                out.stale.append(uuid)
-            else:
-                write.append(uuid)
-        delete_rows(conn, write + remove)
+                    write.append(uuid)
+            writes.append((read, write))
+        written = [uuid for _read, write in writes for uuid in write]
+        delete_rows(conn, written + remove)
         out.removed.extend(remove)
-        _insert(conn, read, write)
-        out.written.extend(write)
+        _insert(conn, writes)
+        out.written.extend(written)
     return out
