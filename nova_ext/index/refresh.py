@@ -81,19 +81,31 @@ def refresh(ctx, conf, uuids):
     if unmapped:
         totals = totals._replace(removed=_again_if_raced(
             remove, engine, unmapped))
+
+    def read(cctxt):
+        try:
+            return source.read(cctxt, cells[cctxt.cell_uuid],
+                               by_cell[cctxt.cell_uuid])
+        except _ERRORS as e:
+            return e
+
+    # The cells in parallel, as Nova's own list reads them.
+    results = nova_context.scatter_gather_cells(
+        ctx, [cells[c] for c in sorted(by_cell) if c in cells],
+        nova_context.CELL_TIMEOUT, read)
     reads = []
     for cell_uuid, cell_uuids in sorted(by_cell.items()):
-        try:
-            cell = cells.get(cell_uuid)
-            if cell is None:
-                raise nova_exception.CellMappingNotFound(uuid=cell_uuid)
-            with nova_context.target_cell(ctx, cell) as cctxt:
-                reads.append((source.read(cctxt, cell, cell_uuids),
-                              cell_uuids))
-        except _ERRORS as e:
-            LOG.warning('nova_ext index: could not refresh %d instances of '
-                        'cell %s: %s', len(cell_uuids), cell_uuid, e)
-            failed.extend(cell_uuids)
+        result = results.get(cell_uuid)
+        if isinstance(result, source.CellRead):
+            reads.append((result, cell_uuids))
+            continue
+        if cell_uuid not in cells:
+            result = nova_exception.CellMappingNotFound(uuid=cell_uuid)
+        elif result is nova_context.did_not_respond_sentinel:
+            result = 'timed out'
+        LOG.warning('nova_ext index: could not refresh %d instances of '
+                    'cell %s: %s', len(cell_uuids), cell_uuid, result)
+        failed.extend(cell_uuids)
     if reads:
         # Every cell's in one index transaction: one commit, and one
         # statement per table, however many cells the instances are in.

@@ -221,6 +221,8 @@ def render_cached(driver, listing, records, cache):
 def _full_rows(driver, listing, uuids):
     """``{uuid: instance}`` of rows read with their joins, deleted or not."""
     context = listing.context.elevated(read_deleted='yes')
+    # The page's changes were applied before it was read.
     records = driver.records(context, {'uuid': list(uuids)}, None, None,
-                             query_attrs(listing), ['uuid'], ['asc'])
+                             query_attrs(listing), ['uuid'], ['asc'],
+                             catch_up=False)
     return {i.uuid: i for i in instances(driver, context, listing, records)}

@@ -205,12 +205,15 @@ class IndexDriver(base.InstanceListDriver):
         return catch_up.lag(self.conf)
 
     def records(self, ctx, filters, limit, marker, attrs, sort_keys,
-                sort_dirs, cell_down_support=False):
+                sort_dirs, cell_down_support=False, catch_up=True):
         """One page of index rows, as Nova's instance query returns them.
 
         The arguments are those of :meth:`get_instance_objects_sorted`,
         less ``services``, which the index cannot hold. Each row is a dict
         with its joins; its ``id`` is the index id (see ``ids``).
+
+        :param catch_up: whether to apply the changes recorded first; not
+            for more rows of a page read a moment ago, which was.
         """
         _check_tombstones(self.conf, filters)
         _check_regex_dialect(self.conf, filters)
@@ -223,7 +226,8 @@ class IndexDriver(base.InstanceListDriver):
             raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
                                    % (lag, self.conf.nova_ext_index.max_lag))
         try:
-            self.catch_up(ctx)
+            if catch_up:
+                self.catch_up(ctx)
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             raise base.Unavailable('index database unreachable: %s' % e)
         cell = index_cell(self.conf)
