@@ -199,12 +199,17 @@ def hold(conf, session, uuids):
     if not uuids:
         return
     held.update(uuids)
+    marker = consumer.get_marker(conf)
+    # An earlier transaction's hold whose release is not recorded yet
+    # serves this one too.
+    uuids -= marker.take_back_releases(uuids)
+    if not uuids:
+        return
     # Written by this thread, not the marker's: Nova's transaction is open,
     # and a thread that waits for another lets others run (eventlet), which
     # must not happen while a connection is inside a transaction that
     # others may share.
     now = time.time()
-    marker = consumer.get_marker(conf)
     if not marker.stalled:
         try:
             pending.mark(db.get_engine(conf, in_transaction=True),

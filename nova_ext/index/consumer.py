@@ -218,6 +218,26 @@ class Marker(object):
         with self._cond:
             self._stalled = True
 
+    def take_back_releases(self, uuids):
+        """Cancel the buffered releases of holds on ``uuids``; which were.
+
+        A transaction that is about to write an instance whose previous
+        transaction's release is still buffered keeps that hold instead of
+        taking another: the index's mark stays held throughout, at no
+        write. Not a release already being committed.
+        """
+        # The mark stays held from the first hold to the last release, so
+        # a chain of such writes must not outlast pending.HOLD_EXPIRY; it
+        # lasts as long as each comes within ``delay`` of the previous.
+        taken = set()
+        with self._cond:
+            for uuid in uuids:
+                counts = self._holds.get(uuid)
+                if counts is not None and counts[1] > counts[0]:
+                    counts[1] -= 1
+                    taken.add(uuid)
+        return taken
+
     def held(self):
         """What is not committed yet, as :func:`held` describes.
 

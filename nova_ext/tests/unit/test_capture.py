@@ -275,6 +275,20 @@ class TestHolds(CaptureTestCase):
         self.forget()
         self.assertEqual(set(), self.marked())
 
+    def test_a_release_not_recorded_yet_holds_the_next_write(self):
+        consumer.reset()
+        self.flags(notification_batch_timeout=60, group='nova_ext_index')
+        for vm_state in ('x', 'y'):
+            with self.sessions.begin() as session:
+                session.query(models.Instance).filter_by(uuid=A).update(
+                    {'vm_state': vm_state})
+        # The second transaction kept the first one's hold: one index
+        # write for both, the mark held throughout.
+        self.assertEqual({A: (1, 0)}, self.holds())
+        self.assertEqual({}, consumer.held())
+        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertEqual({A: (1, 1)}, self.holds())
+
     def test_a_failed_commit_releases(self):
         def fail(session):
             raise RuntimeError('the commit fails')
