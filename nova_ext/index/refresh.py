@@ -154,6 +154,35 @@ def cells_of(context, uuids):
         .where(mappings.c.instance_uuid.in_(uuids))).all())
 
 
+def in_cells(ctx, mapped):
+    """The uuids whose instance row is in the cell their mapping names.
+
+    :param mapped: ``{uuid: cell uuid}``, as :func:`cells_of` gives.
+    :returns: a set of uuids, or None if a cell could not be read.
+    """
+    by_cell = collections.defaultdict(list)
+    for uuid, cell_uuid in mapped.items():
+        if cell_uuid is not None:
+            by_cell[cell_uuid].append(uuid)
+    if not by_cell:
+        return set()
+    ctx = ctx.elevated(read_deleted='yes')
+    cells = [cell for cell in objects.CellMappingList.get_all(ctx)
+             if cell.uuid in by_cell]
+
+    def read(cctxt):
+        return source.present(cctxt, by_cell[cctxt.cell_uuid])
+
+    results = nova_context.scatter_gather_cells(
+        ctx, cells, nova_context.CELL_TIMEOUT, read)
+    found = set()
+    for result in results.values():
+        if not isinstance(result, set):
+            return None
+        found |= result
+    return found
+
+
 def _again_if_raced(write, engine, *args):
     """``write(engine, *args)``, run again if another writer got in first.
 

@@ -103,6 +103,14 @@ def read(cctxt, cell_mapping, uuids):
     return result
 
 
+def present(cctxt, uuids):
+    """The ``uuids`` whose instance row, deleted or not, is in the cell."""
+    with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
+        return {row[0] for row in s.execute(sa.select(INSTANCES.c.uuid)
+                                            .where(INSTANCES.c.uuid.in_(
+                                                list(uuids))))}
+
+
 def _sg_pair(row, n):
     # Both tables have the same column names; keep them apart by position.
     values = list(row)

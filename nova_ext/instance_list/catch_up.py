@@ -86,17 +86,23 @@ class CatchUp(object):
         """Hand to Nova a page showing servers Nova has archived.
 
         Archiving (``nova-manage db archive_deleted_rows``) moves deleted
-        rows out of the cells and then deletes their instance mappings;
-        with capture on in that process, the mappings' deletion is
-        recorded and applied like any change. Where it was not, the
-        tombstones still in the index are found here, removed, and this
-        request is Nova's.
+        rows out of the cells, on a connection of its own that capture
+        does not see, and then deletes their instance mappings; with
+        capture on in that process, the mappings' deletion is recorded
+        and applied like any change. Where it was not, or the archive
+        failed between the two (the mappings stay), the page's tombstones
+        are looked up in their cells: those gone are removed from the
+        index, and this request is Nova's.
         """
         deleted = [r['uuid'] for r in records if r['deleted']]
         if not deleted:
             return
         mapped = refresh.cells_of(ctx, deleted)
-        archived = [uuid for uuid in deleted if uuid not in mapped]
+        present = refresh.in_cells(ctx, mapped)
+        if present is None:
+            raise base.Unservable('a cell of the listed deleted servers '
+                                  'could not be read')
+        archived = [uuid for uuid in deleted if uuid not in present]
         if archived:
             refresh.refresh_now(ctx, self.conf, archived)
             raise base.Unservable('%d listed servers were archived'
