@@ -70,36 +70,19 @@ def refresh(ctx, conf, uuids):
         return totals, failed
     ctx = ctx.elevated(read_deleted='yes')
     mapped = cells_of(ctx, uuids)
-    by_cell = collections.defaultdict(list)
-    for uuid, cell_uuid in mapped.items():
-        if cell_uuid is not None:
-            by_cell[cell_uuid].append(uuid)
-    # One query for every cell, where a page's changes span most of them.
-    cells = {cell.uuid: cell for cell in objects.CellMappingList.get_all(ctx)
-             if cell.uuid in by_cell} if by_cell else {}
+    by_cell = _by_cell(mapped)
     unmapped = [u for u in uuids if mapped.get(u) is None]
     if unmapped:
         totals = totals._replace(removed=_again_if_raced(
             remove, engine, unmapped))
-
-    def read(cctxt):
-        try:
-            return source.read(cctxt, cells[cctxt.cell_uuid],
-                               by_cell[cctxt.cell_uuid])
-        except _ERRORS as e:
-            return e
-
-    # The cells in parallel, as Nova's own list reads them.
-    results = nova_context.scatter_gather_cells(
-        ctx, [cells[c] for c in sorted(by_cell) if c in cells],
-        nova_context.CELL_TIMEOUT, read)
+    results = _each_cell(ctx, by_cell, source.read)
     reads = []
     for cell_uuid, cell_uuids in sorted(by_cell.items()):
         result = results.get(cell_uuid)
         if isinstance(result, source.CellRead):
             reads.append((result, cell_uuids))
             continue
-        if cell_uuid not in cells:
+        if cell_uuid not in results:
             result = nova_exception.CellMappingNotFound(uuid=cell_uuid)
         elif result is nova_context.did_not_respond_sentinel:
             result = 'timed out'
@@ -160,27 +143,49 @@ def in_cells(ctx, mapped):
     :param mapped: ``{uuid: cell uuid}``, as :func:`cells_of` gives.
     :returns: a set of uuids, or None if a cell could not be read.
     """
-    by_cell = collections.defaultdict(list)
-    for uuid, cell_uuid in mapped.items():
-        if cell_uuid is not None:
-            by_cell[cell_uuid].append(uuid)
-    if not by_cell:
-        return set()
-    ctx = ctx.elevated(read_deleted='yes')
-    cells = [cell for cell in objects.CellMappingList.get_all(ctx)
-             if cell.uuid in by_cell]
-
-    def read(cctxt):
-        return source.present(cctxt, by_cell[cctxt.cell_uuid])
-
-    results = nova_context.scatter_gather_cells(
-        ctx, cells, nova_context.CELL_TIMEOUT, read)
+    results = _each_cell(ctx.elevated(read_deleted='yes'), _by_cell(mapped),
+                         source.present)
     found = set()
     for result in results.values():
         if not isinstance(result, set):
             return None
         found |= result
     return found
+
+
+def _by_cell(mapped):
+    """``{cell uuid: [uuid]}`` of ``{uuid: cell uuid or None}``."""
+    by_cell = collections.defaultdict(list)
+    for uuid, cell_uuid in mapped.items():
+        if cell_uuid is not None:
+            by_cell[cell_uuid].append(uuid)
+    return by_cell
+
+
+def _each_cell(ctx, by_cell, read):
+    """``read(cctxt, cell, uuids)`` in each cell of ``by_cell``, in parallel.
+
+    As Nova's own list reads its cells. The cell mappings come from one
+    query, where a page's changes span most cells.
+
+    :returns: ``{cell uuid: result}``; a result is the exception a read
+        raised, or Nova's sentinel of a cell that did not answer. A cell
+        without a mapping has none.
+    """
+    if not by_cell:
+        return {}
+    cells = {cell.uuid: cell for cell in objects.CellMappingList.get_all(ctx)
+             if cell.uuid in by_cell}
+
+    def run(cctxt):
+        cell = cells[cctxt.cell_uuid]
+        try:
+            return read(cctxt, cell, by_cell[cell.uuid])
+        except _ERRORS as e:
+            return e
+
+    return nova_context.scatter_gather_cells(
+        ctx, [cells[c] for c in sorted(cells)], nova_context.CELL_TIMEOUT, run)
 
 
 def _again_if_raced(write, engine, *args):

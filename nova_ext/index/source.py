@@ -103,8 +103,11 @@ def read(cctxt, cell_mapping, uuids):
     return result
 
 
-def present(cctxt, uuids):
-    """The ``uuids`` whose instance row, deleted or not, is in the cell."""
+def present(cctxt, cell_mapping, uuids):
+    """The ``uuids`` whose instance row, deleted or not, is in the cell.
+
+    :param cctxt: a context targeted at ``cell_mapping``.
+    """
     with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
         return {row[0] for row in s.execute(sa.select(INSTANCES.c.uuid)
                                             .where(INSTANCES.c.uuid.in_(

@@ -109,12 +109,13 @@ def check_fresh(uuid, source, row, plan):
     Searchlight thinks; so may one whose sort values differ from the
     document's (a change within the document's second).
     """
-    written = query.second(source.get('updated_at'))
-    changed = query.second(row['updated_at'] or row['created_at'])
-    if written is None or changed is None or changed > written:
+    if query.changed_since(source, row):
         raise base.Unservable('searchlight is behind for %s: row updated '
-                              '%s, document %r' % (uuid, changed,
-                                                   source.get('updated_at')))
+                              '%s, document %r' % (
+                                  uuid,
+                                  query.second(row['updated_at'] or
+                                               row['created_at']),
+                                  source.get('updated_at')))
     for field in plan.sort_fields:
         value = row[query.SORT_COLUMNS[field]]
         if field == 'created_at':

@@ -65,9 +65,7 @@ def agrees(source, row):
         return source is None
     if source is None:
         return False
-    written = query.second(source.get('updated_at'))
-    changed = query.second(row['updated_at'] or row['created_at'])
-    if written is None or changed is None or changed > written:
+    if query.changed_since(source, row):
         return False
     if (query.second(source.get('created_at')) !=
             query.second(row['created_at'])):

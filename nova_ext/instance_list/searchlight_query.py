@@ -261,3 +261,13 @@ def second(value):
     if not isinstance(value, datetime.datetime):
         return None
     return timeutils.normalize_time(value).replace(microsecond=0)
+
+
+def changed_since(source, row):
+    """Whether ``row`` changed after its document was written.
+
+    To the second documents keep; also when either time is unknown.
+    """
+    written = second(source.get('updated_at'))
+    changed = second(row['updated_at'] or row['created_at'])
+    return written is None or changed is None or changed > written
