@@ -96,9 +96,7 @@ class NovaExtMiddleware(object):
             self.chains[route] = chain
 
     def __call__(self, environ, start_response):
-        route, urlvars = routes.match(
-            environ['REQUEST_METHOD'], environ.get('PATH_INFO', ''),
-            environ.get('nova.context'))
+        route, urlvars = routes.match(environ)
         chain = self.chains.get(route)
         if chain is None:
             return self.application(environ, start_response)

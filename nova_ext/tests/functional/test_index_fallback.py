@@ -130,6 +130,14 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
         self.assertSameAnswer(self.admin_api, 'servers/detail?all_tenants=1',
                               served=True)
 
+    def test_paths_nova_has_no_route_for(self):
+        # Nova's router has no trailing-slash form of its routes; nova_ext
+        # must not answer one (its own router comparison is a unit test).
+        for uri in ('servers/', 'servers/detail/', 'servers/detail//',
+                    'servers/detail/?all_tenants=1'):
+            got = self.assertSameAnswer(self.admin_api, uri, served=False)
+            self.assertEqual(404, got.status_code, uri)
+
 
 class TestIndexDownCell(test_index_parity.IndexTestCase):
     """A cell that does not answer: Nova's own down-cell answers."""
