@@ -33,7 +33,9 @@ def _config(connection):
 def db_sync(conf, revision='head'):
     """Create or upgrade the index schema to ``revision``."""
     engine = db.get_engine(conf)
-    with engine.begin() as connection:
+    # Not in a transaction of its own: each revision commits in its own
+    # (see migrations/env.py).
+    with engine.connect() as connection:
         command.upgrade(_config(connection), revision)
 
 
@@ -48,3 +50,15 @@ def current(conf):
     with engine.connect() as connection:
         return alembic_migration.MigrationContext.configure(
             connection).get_current_revision()
+
+
+def behind(conf):
+    """``(current revision, head)`` if the index schema is not at head."""
+    have, want = current(conf), head()
+    return None if have == want else (have, want)
+
+
+def revisions():
+    """Every revision this nova_ext knows, oldest first."""
+    scripts = script.ScriptDirectory.from_config(_config(None))
+    return [r.revision for r in reversed(list(scripts.walk_revisions()))]

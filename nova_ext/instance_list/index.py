@@ -35,6 +35,7 @@ from nova import exception as nova_exception
 from nova import objects
 from nova.objects import instance as instance_obj
 from oslo_db import exception as db_exc
+from oslo_log import log as logging
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
@@ -43,6 +44,7 @@ from nova_ext.index import cellhealth
 from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
+from nova_ext.index import migration
 from nova_ext.index import source
 from nova_ext.index import writer
 from nova_ext.instance_list import base
@@ -50,6 +52,7 @@ from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import services
 
 CONF = ext_conf.CONF
+LOG = logging.getLogger(__name__)
 _NAMESPACE = uuid_lib.UUID('6e6f7661-5f65-7874-2d69-6e6465780000')
 
 
@@ -191,6 +194,27 @@ class IndexDriver(base.InstanceListDriver):
         self.cells = cellhealth.CellHealth()
         self.services = services.Services(self.conf)
         self.catch_up = catch_up.CatchUp(self.conf)
+        # Checked at the first list and after the index failed, not at
+        # every list; the revision an error was logged for.
+        self._schema_checked = False
+        self._schema_logged = None
+
+    def _check_schema(self):
+        if self._schema_checked:
+            return
+        try:
+            behind = migration.behind(self.conf)
+        except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
+            raise base.Unavailable('index database unreachable: %s' % e)
+        if behind is not None:
+            reason = ('the index schema is at revision %s, this nova_ext '
+                      'needs %s: run "nova-ext-manage index db_sync"' % behind)
+            if self._schema_logged != behind:
+                LOG.error('nova_ext: %s; Nova answers list requests until '
+                          'then', reason)
+                self._schema_logged = behind
+            raise base.Unavailable(reason)
+        self._schema_checked = True
 
     def is_available(self):
         return self.lag() <= self.conf.nova_ext_index.max_lag
@@ -221,6 +245,7 @@ class IndexDriver(base.InstanceListDriver):
         if down:
             raise base.Unservable('cells %s are down; Nova lists them its '
                                   'own way' % ', '.join(down))
+        self._check_schema()
         lag = self.lag()
         if lag > self.conf.nova_ext_index.max_lag:
             raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
@@ -229,6 +254,7 @@ class IndexDriver(base.InstanceListDriver):
             if catch_up:
                 self.catch_up(ctx)
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
+            self._schema_checked = False
             raise base.Unavailable('index database unreachable: %s' % e)
         cell = index_cell(self.conf)
         batch_size = nova_instance_list.get_instance_list_cells_batch_size(
@@ -254,6 +280,7 @@ class IndexDriver(base.InstanceListDriver):
             error = '%s: %s' % (type(error).__name__, error)
             broken = self.schema_error()
             if broken is not None:
+                self._schema_checked = False
                 raise base.Unavailable('the index query failed: %s; the '
                                        'index itself: %s' % (error, broken))
             # The index is whole: what failed is this request's query, on

@@ -78,6 +78,7 @@ class Selector(object):
         self._driver = None
         self._lock = threading.Lock()
         self.latched_until = None
+        self._latch_reason = None
         self._reported = float('-inf')
         self._publisher = self._publishing = None
         self._local = threading.local()
@@ -91,13 +92,19 @@ class Selector(object):
 
     def _latch(self, reason):
         retry = self.conf.nova_ext_instance_list.retry_interval
+        reason = str(reason)
         with self._lock:
+            # A fault that lasts (a schema behind, a file gone) latches the
+            # driver again after each retry for the same reason: said once.
+            repeated = reason == self._latch_reason
             already = self.latched_until is not None
             self.latched_until = self.clock() + retry
+            self._latch_reason = reason
         if not already:
-            LOG.warning('nova_ext instance list driver %s is off for %d s, '
-                        'Nova answers list requests meanwhile: %s',
-                        self.driver.name, retry, reason)
+            (LOG.debug if repeated else LOG.warning)(
+                'nova_ext instance list driver %s is off for %d s, Nova '
+                'answers list requests meanwhile: %s', self.driver.name,
+                retry, reason)
 
     def _latched(self):
         with self._lock:
@@ -177,6 +184,7 @@ class Selector(object):
             self._latch('a list took %.2f s, more than query_timeout %.2f s'
                         % (elapsed, timeout))
         self.stats.add('served')
+        self._latch_reason = None
         return True, result
 
     @contextlib.contextmanager

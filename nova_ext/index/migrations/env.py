@@ -20,8 +20,11 @@ from alembic import context
 
 def run_migrations_online():
     connection = context.config.attributes['connection']
+    # A revision's version stamp is committed with it, so a later
+    # revision's failure leaves the earlier ones applied (see
+    # nova_ext.index.migrations.ddl for the DDL MySQL commits anyway).
     context.configure(connection=connection, target_metadata=None,
-                      render_as_batch=True)
+                      render_as_batch=True, transaction_per_migration=True)
     with context.begin_transaction():
         context.run_migrations()
 

@@ -19,12 +19,9 @@ The binaries come from Debian's packages, which ``tools/test-packages``
 installs before the functional tests; without them the tests fail (CI must
 not pass by running nothing) with a message saying so.
 
-Usage, one server per test class::
-
-    cls.sql_server = sqlserver.PostgreSQL()  # or MariaDB()
-    cls.addClassCleanup(cls.sql_server.stop)
-    cls.sql_server.start()
-    url = cls.sql_server.create_database('idx_1')
+Usage, one server per test class: mix :class:`OnServer` into the test
+class, set ``SERVER``, and ask ``self.new_database()`` for an empty
+database's URL.
 """
 
 import glob
@@ -36,6 +33,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 
 import psycopg2
 import pymysql
@@ -268,12 +266,14 @@ class MariaDB(_Server):
     def _common(self):
         # --no-defaults must come first. A small redo log: the default
         # 96 MiB is written out in full at install time.
+        # Its own temporary directory, install time included: sorts and
+        # joins spill to temporary tables, in /tmp by default, where
+        # anything cleaning /tmp (or another install) pulls them away.
         return ['--no-defaults', '--datadir=%s' % self.data] + self._user + [
-            '--innodb-log-file-size=8M']
+            '--innodb-log-file-size=8M',
+            '--tmpdir=%s' % os.path.join(self.dir, 'tmp')]
 
     def _initialise(self):
-        # Sorts and joins spill to temporary tables, in /tmp by default,
-        # where anything cleaning /tmp pulls them away.
         os.makedirs(os.path.join(self.dir, 'tmp'))
         self._run('mariadb-install-db', [self.install_db] + self._common() + [
             '--auth-root-authentication-method=normal', '--skip-test-db',
@@ -281,7 +281,6 @@ class MariaDB(_Server):
 
     def _argv(self):
         return [self.mariadbd] + self._common() + [
-            '--tmpdir=%s' % os.path.join(self.dir, 'tmp'),
             '--socket=%s' % os.path.join(self.dir, 'mysqld.sock'),
             '--pid-file=%s' % os.path.join(self.dir, 'mysqld.pid'),
             '--log-error=%s' % self.log,
@@ -293,3 +292,26 @@ class MariaDB(_Server):
     def _connect(self):
         return pymysql.connect(host='127.0.0.1', port=self.port,
                                user='root')
+
+
+class OnServer(object):
+    """One server of ``SERVER``'s kind per test class, a database per ask.
+
+    ``SERVER()`` fails the class, naming tools/test-packages, when the
+    server is not installed.
+    """
+
+    #: A server class of this module: the backend.
+    SERVER = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.sql_server = cls.SERVER()
+        cls.addClassCleanup(cls.sql_server.stop)
+        cls.sql_server.start()
+
+    def new_database(self, prefix='idx'):
+        """The URL of a new, empty database on the class's server."""
+        return self.sql_server.create_database(
+            '%s_%s' % (prefix, uuid.uuid4().hex[:12]))

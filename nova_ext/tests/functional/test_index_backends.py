@@ -94,28 +94,11 @@ POSTGRESQL_REGEX = ('name=srv-a', 'name=%5Esrv-(locked|other)2%24',
                     'name=' + urllib.parse.quote(UNICODE_PART))
 
 
-class _OnServer(object):
-    """One server of ``SERVER``'s kind per test class, a database per test.
-
-    ``SERVER()`` fails the class, naming tools/test-packages, when the
-    server is not installed.
-    """
-
-    #: A sqlserver class: the backend.
-    SERVER = None
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.sql_server = cls.SERVER()
-        cls.addClassCleanup(cls.sql_server.stop)
-        cls.sql_server.start()
+class _OnServer(sqlserver.OnServer):
 
     def use_index(self):
-        url = self.sql_server.create_database(
-            'idx_%s' % uuid.uuid4().hex[:12])
-        return self.useFixture(ext_fixtures.IndexFixture(self,
-                                                         connection=url))
+        return self.useFixture(ext_fixtures.IndexFixture(
+            self, connection=self.new_database()))
 
 
 class _Schema(_OnServer):

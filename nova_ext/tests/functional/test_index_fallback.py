@@ -26,6 +26,7 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import consumer
+from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
 from nova_ext.tests.functional import test_index_parity
 
@@ -113,6 +114,37 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
                 conn.execute(sa.text('ALTER TABLE instance_extra_away '
                                      'RENAME TO instance_extra'))
         self.assertFallsBackThenRecovers('instance_extra', heal)
+
+    def test_schema_behind(self):
+        # The index one revision behind this nova_ext, as after an upgrade
+        # of the code before db_sync: one error that says what to run, Nova
+        # answers meanwhile (retry after retry), and db_sync brings the
+        # index back.
+        revisions = index_migration.revisions()
+        with self.index.engine.begin() as conn:
+            conn.execute(sa.text('UPDATE alembic_version SET version_num = '
+                                 ':r'), {'r': revisions[-2]})
+            for column in ('holds', 'releases', 'held_at'):
+                conn.execute(sa.text('ALTER TABLE nova_ext_index_pending '
+                                     'DROP COLUMN %s' % column))
+        self.selector.driver._schema_checked = False
+        now = [time.monotonic()]
+        self.selector.clock = lambda: now[0]
+        uri = 'servers/detail?all_tenants=1'
+        for retry in range(3):
+            self.assertSameAnswer(self.admin_api, uri, served=False)
+            self.assertIn('run "nova-ext-manage index db_sync"',
+                          self.stats()['last_reason'])
+            now[0] += 1.1
+        log = self.stdlog.logger.output
+        self.assertEqual(1, log.count(
+            'ERROR [nova_ext.instance_list.index] nova_ext: the index schema '
+            'is at revision %s, this nova_ext needs %s' % tuple(
+                revisions[-2:])), log)
+        self.assertEqual(1, log.count('is off for 1 s'), log)
+        self.assertNotIn('Traceback', log)
+        index_migration.db_sync(ext_conf.CONF)
+        self.assertSameAnswer(self.admin_api, uri, served=True)
 
     def test_a_request_s_own_failure_leaves_the_index_on(self):
         # An invalid regular expression fails Nova's query (a 500) and the

@@ -26,11 +26,12 @@ Revises:
 Create Date: 2026-11-22
 """
 
-from alembic import op
 from nova.db import types as nova_types
 from oslo_db.sqlalchemy import types as oslo_types
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
+
+from nova_ext.index.migrations import ddl
 
 revision = '0001'
 down_revision = None
@@ -51,7 +52,7 @@ _TABLE_OPTIONS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8'}
 
 
 def upgrade():
-    op.create_table(
+    ddl.create_table(
         'instance_extra',
         sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
         sa.Column('instance_uuid', sa.String(length=36), nullable=False),
@@ -71,10 +72,10 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_index(
+    ddl.create_index(
         'instance_extra_idx', 'instance_extra', ['instance_uuid'],
         unique=False)
-    op.create_table(
+    ddl.create_table(
         'instance_faults',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('instance_uuid', sa.String(length=36), nullable=True),
@@ -91,13 +92,13 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_index(
+    ddl.create_index(
         'instance_faults_host_idx', 'instance_faults', ['host'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instance_faults_instance_uuid_deleted_created_at_idx',
         'instance_faults', ['instance_uuid', 'deleted', 'created_at'],
         unique=False)
-    op.create_table(
+    ddl.create_table(
         'instance_info_caches',
         sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
         sa.Column('network_info',
@@ -113,7 +114,7 @@ def upgrade():
                             name='uniq_instance_info_caches0instance_uuid'),
         **_TABLE_OPTIONS
     )
-    op.create_table(
+    ddl.create_table(
         'instance_metadata',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('key', sa.String(length=255), nullable=True),
@@ -126,10 +127,10 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_index(
+    ddl.create_index(
         'instance_metadata_instance_uuid_idx', 'instance_metadata',
         ['instance_uuid'], unique=False)
-    op.create_table(
+    ddl.create_table(
         'instance_system_metadata',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('key', sa.String(length=255), nullable=False),
@@ -142,10 +143,10 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_index(
+    ddl.create_index(
         'instance_uuid', 'instance_system_metadata', ['instance_uuid'],
         unique=False)
-    op.create_table(
+    ddl.create_table(
         'instances',
         sa.Column('id', sa.BigInteger(), autoincrement=False, nullable=False),
         sa.Column('user_id', sa.String(length=255), nullable=True),
@@ -213,39 +214,39 @@ def upgrade():
         sa.UniqueConstraint('uuid', name='uniq_instances0uuid'),
         **_TABLE_OPTIONS
     )
-    op.create_index(
+    ddl.create_index(
         'instances_compute_id_deleted_idx', 'instances',
         ['compute_id', 'deleted'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_deleted_created_at_idx', 'instances',
         ['deleted', 'created_at'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_host_deleted_cleaned_idx', 'instances',
         ['host', 'deleted', 'cleaned'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_host_node_deleted_idx', 'instances',
         ['host', 'node', 'deleted'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_project_id_deleted_idx', 'instances',
         ['project_id', 'deleted'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_project_id_idx', 'instances', ['project_id'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_reservation_id_idx', 'instances', ['reservation_id'],
         unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_task_state_updated_at_idx', 'instances',
         ['task_state', 'updated_at'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_terminated_at_launched_at_idx', 'instances',
         ['terminated_at', 'launched_at'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_updated_at_project_id_idx', 'instances',
         ['updated_at', 'project_id'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'instances_uuid_deleted_idx', 'instances', ['uuid', 'deleted'],
         unique=False)
-    op.create_table(
+    ddl.create_table(
         'pci_devices',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('uuid', sa.String(length=36), nullable=True),
@@ -269,16 +270,16 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_index(
+    ddl.create_index(
         'ix_pci_devices_compute_node_id_deleted', 'pci_devices',
         ['compute_node_id', 'deleted'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'ix_pci_devices_compute_node_id_parent_addr_deleted', 'pci_devices',
         ['compute_node_id', 'parent_addr', 'deleted'], unique=False)
-    op.create_index(
+    ddl.create_index(
         'ix_pci_devices_instance_uuid_deleted', 'pci_devices',
         ['instance_uuid', 'deleted'], unique=False)
-    op.create_table(
+    ddl.create_table(
         'security_group_instance_association',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('security_group_id', sa.Integer(), nullable=True),
@@ -290,13 +291,13 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_index(
+    ddl.create_index(
         'security_group_instance_association_instance_uuid_idx',
         'security_group_instance_association', ['instance_uuid'],
         unique=False)
     # Only joined by Nova's security group query; SecurityGroup objects
     # have no rules, so it stays empty.
-    op.create_table(
+    ddl.create_table(
         'security_group_rules',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('parent_group_id', sa.Integer(), nullable=True),
@@ -312,7 +313,7 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_table(
+    ddl.create_table(
         'security_groups',
         sa.Column('id', sa.Integer(), nullable=False),
         sa.Column('name', sa.String(length=255), nullable=True),
@@ -326,21 +327,21 @@ def upgrade():
         sa.PrimaryKeyConstraint('id'),
         **_TABLE_OPTIONS
     )
-    op.create_table(
+    ddl.create_table(
         'tags',
         sa.Column('resource_id', sa.String(length=36), nullable=False),
         sa.Column('tag', sa.Unicode(length=80), nullable=False),
         sa.PrimaryKeyConstraint('resource_id', 'tag'),
         **_TABLE_OPTIONS
     )
-    op.create_index('tags_tag_idx', 'tags', ['tag'], unique=False)
+    ddl.create_index('tags_tag_idx', 'tags', ['tag'], unique=False)
     _bookkeeping()
 
 
 def _bookkeeping():
     # One row per indexed instance: where it lives and which version of it
     # the index holds, so that older reads never overwrite newer ones.
-    op.create_table(
+    ddl.create_table(
         'nova_ext_index_instances',
         sa.Column('uuid', sa.String(36), primary_key=True),
         sa.Column('cell_uuid', sa.String(36), nullable=False),
@@ -350,14 +351,14 @@ def _bookkeeping():
         sa.Column('deleted_at', DATETIME, nullable=True),
         **_TABLE_OPTIONS
     )
-    op.create_index('nova_ext_index_instances_cell_idx',
-                    'nova_ext_index_instances', ['cell_uuid', 'source_id'])
-    op.create_index('nova_ext_index_instances_deleted_at_idx',
-                    'nova_ext_index_instances', ['deleted_at'])
+    ddl.create_index('nova_ext_index_instances_cell_idx',
+                     'nova_ext_index_instances', ['cell_uuid', 'source_id'])
+    ddl.create_index('nova_ext_index_instances_deleted_at_idx',
+                     'nova_ext_index_instances', ['deleted_at'])
     # Instances a notification said changed, not applied yet. A row is
     # written before the notification is acknowledged and removed only
     # after the change is in the index; its age is the index's lag.
-    op.create_table(
+    ddl.create_table(
         'nova_ext_index_pending',
         sa.Column('uuid', sa.String(36), primary_key=True),
         sa.Column('first_event_at', EPOCH, nullable=False),
@@ -365,11 +366,11 @@ def _bookkeeping():
         sa.Column('attempts', sa.Integer(), nullable=False, default=0),
         **_TABLE_OPTIONS
     )
-    op.create_index('nova_ext_index_pending_first_idx',
-                    'nova_ext_index_pending', ['first_event_at'])
+    ddl.create_index('nova_ext_index_pending_first_idx',
+                     'nova_ext_index_pending', ['first_event_at'])
     # List counters of each nova-api process (served, handed to Nova, ...),
     # written every few seconds, read by nova-ext-manage index status.
-    op.create_table(
+    ddl.create_table(
         'nova_ext_index_metrics',
         sa.Column('host', sa.String(255), primary_key=True),
         sa.Column('pid', sa.Integer(), primary_key=True),
@@ -381,7 +382,7 @@ def _bookkeeping():
     )
     # Per-cell cursor of ``nova-ext-manage index sync``, so an interrupted
     # sync resumes where it stopped.
-    op.create_table(
+    ddl.create_table(
         'nova_ext_index_sync',
         sa.Column('cell_uuid', sa.String(36), primary_key=True),
         sa.Column('last_source_id', sa.Integer(), nullable=False),

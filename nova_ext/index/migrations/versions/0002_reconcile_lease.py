@@ -16,9 +16,10 @@ Revises: 0001
 Create Date: 2026-12-01
 """
 
-from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
+
+from nova_ext.index.migrations import ddl
 
 revision = '0002'
 down_revision = '0001'
@@ -37,7 +38,7 @@ def upgrade():
     # with one conditional UPDATE, so one process runs each pass; a holder
     # that dies stops renewing expires_at and the next one takes over. The
     # last pass is kept beside it for nova-ext-manage index status.
-    op.create_table(
+    ddl.create_table(
         'nova_ext_index_reconcile',
         sa.Column('name', sa.String(64), primary_key=True),
         sa.Column('holder', sa.String(255), nullable=True),

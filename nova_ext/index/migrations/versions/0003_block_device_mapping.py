@@ -30,6 +30,8 @@ from oslo_db.sqlalchemy import types as oslo_types
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from nova_ext.index.migrations import ddl
+
 revision = '0003'
 down_revision = '0002'
 branch_labels = None
@@ -44,7 +46,7 @@ def _string(length=255):
 
 
 def upgrade():
-    op.create_table(
+    ddl.create_table(
         'block_device_mapping',
         sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
         sa.Column('instance_uuid', _string(36), nullable=True),
@@ -87,9 +89,13 @@ def upgrade():
              ['instance_uuid', 'volume_id']),
             ('block_device_mapping_instance_uuid_device_name_idx',
              ['instance_uuid', 'device_name'])):
-        op.create_index(name, 'block_device_mapping', columns, unique=False)
-    # Every instance indexed so far is read again (see the docstring).
+        ddl.create_index(name, 'block_device_mapping', columns, unique=False)
+    # Every instance indexed so far is read again (see the docstring),
+    # those already marked too, as of the epoch.
+    op.execute('UPDATE nova_ext_index_pending SET first_event_at = 0')
     op.execute(
         'INSERT INTO nova_ext_index_pending '
         '(uuid, first_event_at, last_event_at, attempts) '
-        'SELECT uuid, 0, 0, 0 FROM nova_ext_index_instances')
+        'SELECT i.uuid, 0, 0, 0 FROM nova_ext_index_instances i '
+        'WHERE NOT EXISTS (SELECT 1 FROM nova_ext_index_pending p '
+        'WHERE p.uuid = i.uuid)')

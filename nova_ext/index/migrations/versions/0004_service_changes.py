@@ -22,8 +22,9 @@ Revises: 0003
 Create Date: 2026-12-03
 """
 
-from alembic import op
 import sqlalchemy as sa
+
+from nova_ext.index.migrations import ddl
 
 revision = '0004'
 down_revision = '0003'
@@ -34,7 +35,7 @@ _TABLE_OPTIONS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8'}
 
 
 def upgrade():
-    op.create_table(
+    ddl.create_table(
         'nova_ext_index_service_changes',
         # Nova's services.host is a String(255).
         sa.Column('host', sa.String(255), primary_key=True),

@@ -23,7 +23,7 @@ Revises: 0004
 Create Date: 2026-11-24
 """
 
-from alembic import op
+from nova_ext.index.migrations import ddl
 
 revision = '0005'
 down_revision = '0004'
@@ -41,4 +41,4 @@ INDEXES = {
 
 def upgrade():
     for name, columns in INDEXES.items():
-        op.create_index(name, 'instances', columns, unique=False)
+        ddl.create_index(name, 'instances', columns, unique=False)

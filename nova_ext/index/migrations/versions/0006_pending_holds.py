@@ -22,9 +22,10 @@ Revises: 0005
 Create Date: 2026-11-25
 """
 
-from alembic import op
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
+
+from nova_ext.index.migrations import ddl
 
 revision = '0006'
 down_revision = '0005'
@@ -35,15 +36,10 @@ EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
 
 
 def upgrade():
-    # One ALTER per column: SQLite adds one column per statement, and a
-    # rerun after a failure between the two finds the first already there.
-    columns = {c['name'] for c in sa.inspect(op.get_bind()).get_columns(
-        'nova_ext_index_pending')}
     for column in (sa.Column('holds', sa.Integer(), nullable=False,
                              server_default='0'),
                    sa.Column('releases', sa.Integer(), nullable=False,
                              server_default='0'),
                    sa.Column('held_at', EPOCH, nullable=False,
                              server_default='0')):
-        if column.name not in columns:
-            op.add_column('nova_ext_index_pending', column)
+        ddl.add_column('nova_ext_index_pending', column)
