@@ -149,7 +149,7 @@ processes where it is not set.
 """),
     cfg.FloatOpt(
         'capture_timeout',
-        default=0.5,
+        default=0.25,
         min=0.0,
         help="""
 Longest, in seconds, a Nova database write waits for its changes to be
@@ -159,7 +159,9 @@ A write whose changes could not be recorded in time goes on; the changes
 are kept in memory and retried, and until they are recorded this process
 answers list requests from Nova's own path. After one such wait, later
 writes do not wait at all until a recording succeeds again, so an index
-that cannot be written never slows Nova by more than this once.
+that cannot be written never slows Nova by more than this once. On MySQL
+and MariaDB, whose lock waits count whole seconds, a write waits at most
+one second for another writer's row or table lock.
 """),
     cfg.IntOpt(
         'catch_up_limit',

@@ -205,17 +205,19 @@ def hold(conf, session, uuids):
     uuids -= marker.take_back_releases(uuids)
     if not uuids:
         return
-    # Written by this thread, not the marker's: Nova's transaction is open,
-    # and a thread that waits for another lets others run (eventlet), which
-    # must not happen while a connection is inside a transaction that
-    # others may share.
+    # Written by this thread, not the marker's, and waiting for the index's
+    # lock inside SQLite rather than by sleeping: Nova's transaction is
+    # open, and a thread that waits for another, or sleeps, lets others run
+    # (eventlet), which must not happen while a connection is inside a
+    # transaction that others may share.
     now = time.time()
     if not marker.stalled:
         try:
             pending.mark(db.get_engine(conf, in_transaction=True),
                          {u: (now, now) for u in uuids},
                          {u: (1, 0) for u in uuids},
-                         timeout=conf.nova_ext_index.capture_timeout)
+                         timeout=conf.nova_ext_index.capture_timeout,
+                         cooperative=False)
             return
         except Exception as e:
             LOG.warning('nova_ext index cannot hold the marks of %d '

@@ -24,8 +24,9 @@ import threading
 from nova import context as nova_context
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
-import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
+
+from nova_ext.index import sqlite
 
 #: The cell uuid a context targeted at the index carries. It is no cell's
 #: uuid, so nothing can mistake the index for a cell.
@@ -33,10 +34,6 @@ INDEX_CELL_UUID = '00000000-0000-0000-0000-00000000e1de'
 
 #: The execution option of the connections of :func:`begin_write`.
 WRITE = 'nova_ext_index_write'
-
-#: SQLite's extended result code for a write refused because the
-#: transaction's snapshot is stale.
-SQLITE_BUSY_SNAPSHOT = 517
 
 _LOCK = threading.Lock()
 _MANAGERS = {}
@@ -50,74 +47,86 @@ def connection_url(conf):
     return 'sqlite:///%s' % path
 
 
-#: Milliseconds an SQLite connection of the index waits for a lock.
-BUSY_TIMEOUT_MS = 10000
-
-
-def _sqlite_pragmas(dbapi_connection, connection_record):
-    # nova-api reads while the indexer writes: WAL lets readers go on during
-    # a write, and busy_timeout makes writers queue instead of failing.
-    cursor = dbapi_connection.cursor()
-    cursor.execute('PRAGMA busy_timeout = %d' % BUSY_TIMEOUT_MS)
-    cursor.execute('PRAGMA journal_mode = WAL')
-    # In WAL mode, NORMAL syncs at checkpoints rather than at every commit:
-    # a crash of the process loses nothing, a power loss the last commits,
-    # which the reconcile pass restores (the index is a cache of the
-    # cells). Every Nova write that capture marks commits to the index.
-    cursor.execute('PRAGMA synchronous = NORMAL')
-    cursor.close()
-
-
-def _sqlite_begin(conn, cursor, statement, parameters, context, many):
-    # oslo.db begins SQLite transactions itself, deferred: a transaction
-    # that reads first takes a snapshot, and its first write then fails at
-    # once (SQLITE_BUSY_SNAPSHOT, whatever busy_timeout says) if another
-    # connection has committed meanwhile. The index's writers take the
-    # write lock at BEGIN instead, waiting for it (busy_timeout) like any
-    # other lock. Readers (nova-api) still begin deferred, and are never
-    # serialized behind a writer. (The BEGIN is oslo.db's, rewritten here:
-    # SQLAlchemy runs engine "begin" listeners in the order they were
-    # registered, and oslo.db's comes first.)
-    if statement == 'BEGIN' and conn.get_execution_options().get(WRITE):
-        statement = 'BEGIN IMMEDIATE'
-    return statement, parameters
-
-
 @contextlib.contextmanager
-def begin_write(engine, timeout=None):
+def begin_write(engine, timeout=None, cooperative=True):
     """``with begin_write(engine) as conn``: a transaction that writes.
 
     Committed on exit, rolled back on an exception, like ``engine.begin()``;
     on SQLite it holds the database's write lock from its first statement,
     so that nothing another connection commits can invalidate what it read.
 
-    :param timeout: seconds to wait for SQLite's write lock, instead of
-        BUSY_TIMEOUT_MS.
+    :param timeout: seconds to wait for a lock: SQLite's write lock
+        (``sqlite.BUSY_TIMEOUT_MS`` by default), a row or table lock on
+        MySQL (whole seconds, at least one) and PostgreSQL (their own
+        defaults if None).
+    :param cooperative: on SQLite, wait for the write lock by sleeping
+        between tries, so that under eventlet the rest of the process runs
+        meanwhile (SQLite's own wait blocks every greenthread). False where
+        no other greenthread may run: SQLite waits, for ``timeout`` at most.
     """
     with engine.connect() as conn:
         conn.execution_options(**{WRITE: True})
-        sqlite = timeout is not None and engine.dialect.name == 'sqlite'
-        if sqlite:
-            # On the DBAPI connection: through SQLAlchemy's, the pragma
-            # would begin the transaction, deferred.
-            _busy_timeout(conn, int(timeout * 1000))
+        if engine.dialect.name != 'sqlite':
+            try:
+                with conn.begin():
+                    if timeout is not None:
+                        _lock_timeout(conn, engine.dialect.name, timeout)
+                    yield conn
+            finally:
+                if timeout is not None and engine.dialect.name == 'mysql':
+                    _reset_session(conn)
+            return
+        wait = (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
+                else timeout)
         try:
-            with conn.begin():
+            with sqlite.begin_write(conn, wait, cooperative):
                 yield conn
         finally:
-            if sqlite:
-                _busy_timeout(conn, BUSY_TIMEOUT_MS)
+            sqlite.busy_timeout(conn, sqlite.READ_BUSY_TIMEOUT_MS)
 
 
-def _busy_timeout(conn, ms):
-    cursor = conn.connection.dbapi_connection.cursor()
+#: MySQL's lock waits: of row locks (InnoDB), and of table locks (LOCK
+#: TABLES, DDL).
+_MYSQL_LOCK_WAITS = ('innodb_lock_wait_timeout', 'lock_wait_timeout')
+
+
+def _lock_timeout(conn, dialect, timeout):
+    """Bound the lock waits of ``conn``'s transaction to ``timeout`` s."""
+    if dialect == 'postgresql':
+        # Ends with the transaction.
+        conn.exec_driver_sql("SET LOCAL lock_timeout = '%dms'"
+                             % max(1, int(timeout * 1000)))
+    elif dialect == 'mysql':
+        seconds = max(1, math.ceil(timeout))
+        conn.exec_driver_sql('SET SESSION ' + ', '.join(
+            '%s = %d' % (name, seconds) for name in _MYSQL_LOCK_WAITS))
+
+
+def _reset_session(conn):
+    """MySQL's session lock waits back to the server's, for the pool."""
     try:
-        cursor.execute('PRAGMA busy_timeout = %d' % ms)
-    finally:
-        cursor.close()
+        conn.exec_driver_sql('SET SESSION ' + ', '.join(
+            '%s = DEFAULT' % name for name in _MYSQL_LOCK_WAITS))
+        conn.commit()
+    except Exception:
+        # Not back in the pool with a short wait for the next user.
+        conn.invalidate()
 
 
-def write(engine, fn, attempts=3, timeout=None):
+@contextlib.contextmanager
+def patient(conn):
+    """Within, ``conn`` waits for locks as long as a writer does.
+
+    For what writes without :func:`begin_write` (the schema migrations).
+    """
+    if conn.engine.dialect.name != 'sqlite':
+        yield conn
+        return
+    with sqlite.patient(conn):
+        yield conn
+
+
+def write(engine, fn, attempts=3, timeout=None, cooperative=True):
     """``fn(conn)`` in a :func:`begin_write` transaction; its result.
 
     Run again while it loses a race (:func:`lost_race`), up to ``attempts``
@@ -125,24 +134,11 @@ def write(engine, fn, attempts=3, timeout=None):
     """
     for attempt in range(attempts):
         try:
-            with begin_write(engine, timeout) as conn:
+            with begin_write(engine, timeout, cooperative) as conn:
                 return fn(conn)
         except (db_exc.DBError, sa_exc.DBAPIError) as e:
             if attempt == attempts - 1 or not lost_race(e):
                 raise
-
-
-def stale_snapshot(error):
-    """Whether SQLite refused a write for another connection's commit.
-
-    Only a transaction not begun by :func:`begin_write` can meet this: it
-    read, another connection committed (any write, to any table), and its
-    write then fails at once with SQLITE_BUSY_SNAPSHOT ("database is
-    locked"), which oslo.db raises as it is. Run again, it sees the commit.
-    """
-    return (isinstance(error, sa_exc.OperationalError) and
-            getattr(error.orig, 'sqlite_errorcode', None) ==
-            SQLITE_BUSY_SNAPSHOT)
 
 
 def lost_race(error):
@@ -151,33 +147,11 @@ def lost_race(error):
     The index's engines are oslo.db's, whose filters raise a duplicate key
     as DBDuplicateEntry and a deadlock (MySQL, PostgreSQL) as DBDeadlock; a
     plain SQLAlchemy engine raises IntegrityError; SQLite refuses a write
-    after another commit (:func:`stale_snapshot`).
+    after another commit (``sqlite.stale_snapshot``).
     """
     return (isinstance(error, (db_exc.DBDuplicateEntry, db_exc.DBDeadlock,
                                sa_exc.IntegrityError)) or
-            stale_snapshot(error))
-
-
-def _setup_sqlite(engine):
-    sa.event.listen(engine, 'before_cursor_execute', _sqlite_begin,
-                    retval=True)
-    if engine.url.database in (None, '', ':memory:'):
-        return
-    sa.event.listen(engine, 'connect', _sqlite_pragmas)
-    # oslo.db gives SQLite files a NullPool: every transaction would open
-    # the file, parse the schema, set the pragmas, and on closing the last
-    # connection checkpoint and delete the WAL, several times the cost of a
-    # batch of marks. Keep connections instead, as SQLAlchemy does for
-    # SQLite files; never make a checkout wait (max_overflow -1), as
-    # NullPool never did. The new pool keeps the engine's listeners
-    # (_dispatch), as Pool.recreate() does, and starts empty: each of its
-    # connections gets the pragmas. oslo.db's process guard still drops a
-    # connection that a forked child inherited.
-    old = engine.pool
-    engine.pool = sa.pool.QueuePool(
-        old._creator, pool_size=5, max_overflow=-1, recycle=old._recycle,
-        reset_on_return=old._reset_on_return, pre_ping=old._pre_ping,
-        _dispatch=old.dispatch, dialect=old._dialect)
+            sqlite.stale_snapshot(error))
 
 
 def _connect_timeout(url, timeout):
@@ -205,13 +179,14 @@ def get_context_manager(conf, in_transaction=False):
             # nova-api must learn at once that the index is unreachable and
             # answer from Nova's path: no connection retries at start-up
             # (oslo.db's default waits 100 s), a bounded connect.
-            manager.configure(connection=url, max_retries=0,
+            manager.configure(connection=sqlite.engine_url(url),
+                              max_retries=0,
                               thread_checkin=not in_transaction,
                               connection_parameters=_connect_timeout(
                                   url, conf.nova_ext_index.query_timeout))
             engine = manager.writer.get_engine()
             if engine.dialect.name == 'sqlite':
-                _setup_sqlite(engine)
+                sqlite.setup(engine, WRITE)
             _MANAGERS[(url, in_transaction)] = manager
         return manager
 

@@ -19,6 +19,7 @@ from alembic import migration as alembic_migration
 from alembic import script
 
 from nova_ext.index import db
+from nova_ext.index import sqlite
 
 _SCRIPTS = os.path.join(os.path.dirname(__file__), 'migrations')
 
@@ -32,10 +33,12 @@ def _config(connection):
 
 def db_sync(conf, revision='head'):
     """Create or upgrade the index schema to ``revision``."""
+    # The only command that makes the SQLite file.
+    sqlite.create_file(db.connection_url(conf))
     engine = db.get_engine(conf)
     # Not in a transaction of its own: each revision commits in its own
     # (see migrations/env.py).
-    with engine.connect() as connection:
+    with engine.connect() as connection, db.patient(connection):
         command.upgrade(_config(connection), revision)
 
 

@@ -52,7 +52,7 @@ def coalesce(events, into=None):
     return latest
 
 
-def mark(engine, events, holds=None, timeout=None):
+def mark(engine, events, holds=None, timeout=None, cooperative=True):
     """Mark instances as changed, in one transaction.
 
     :param events: iterable of ``(uuid, event_time)``, event_time in epoch
@@ -61,7 +61,7 @@ def mark(engine, events, holds=None, timeout=None):
         Nova transaction that will change the instance and has not
         committed yet holds its mark, and releases it once it has
         committed (or rolled back); see :func:`unmark`.
-    :param timeout: seconds to wait for a lock, where the database allows
+    :param timeout, cooperative: how to wait for a lock
         (``db.begin_write``).
     """
     latest = events if isinstance(events, dict) else coalesce(events)
@@ -80,7 +80,8 @@ def mark(engine, events, holds=None, timeout=None):
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
     # and its insert: db.write runs it again.
-    db.write(engine, lambda conn: _mark(conn, rows), timeout=timeout)
+    db.write(engine, lambda conn: _mark(conn, rows), timeout=timeout,
+             cooperative=cooperative)
 
 
 def _upsert(dialect):

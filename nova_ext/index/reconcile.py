@@ -38,6 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
+from nova_ext.index import sqlite
 from nova_ext.index import sync
 from nova_ext.index import verify
 
@@ -91,7 +92,7 @@ def acquire(engine, holder, now=None, ttl=LEASE_TTL):
         except sa_exc.OperationalError as e:
             # SQLite: another connection wrote since the read, perhaps
             # this row; read again.
-            if attempt == 2 or not db.stale_snapshot(e):
+            if attempt == 2 or not sqlite.stale_snapshot(e):
                 raise
 
 

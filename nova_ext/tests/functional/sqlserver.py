@@ -140,12 +140,7 @@ class _Server(object):
         self._initialise()
         for attempt in range(self.ATTEMPTS):
             self.port = _free_port()
-            with open(self.log, 'ab') as log:
-                # A session of its own: stop() can kill the server with
-                # whatever started it (runuser).
-                self.proc = subprocess.Popen(
-                    self._argv(), stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True)
+            self._spawn()
             try:
                 _wait_for_port(self.port, self.proc)
                 return
@@ -184,6 +179,27 @@ class _Server(object):
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+    def halt(self):
+        """Stop the server, keeping its data, until :meth:`resume`."""
+        self._terminate()
+
+    def _spawn(self):
+        with open(self.log, 'ab') as log:
+            # A session of its own: stop() can kill the server with
+            # whatever started it (runuser).
+            self.proc = subprocess.Popen(
+                self._argv(), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def resume(self):
+        """Start the halted server again, on its port, with its data."""
+        self._spawn()
+        try:
+            _wait_for_port(self.port, self.proc)
+        except ServerUnavailable as e:
+            raise ServerUnavailable('%s: %s\n%s' % (
+                type(self).__name__, e, _tail(self.log)))
 
     def stop(self):
         self._terminate()
@@ -230,6 +246,13 @@ class PostgreSQL(_Server):
         # -F: no fsync, -k: the socket in our directory, not /run.
         return self._cmd('postgres', '-D', self.data, '-h', '127.0.0.1',
                          '-p', str(self.port), '-k', self.dir, '-F')
+
+    def halt(self):
+        # A fast shutdown, as an operator's: a signal to runuser makes it
+        # kill PostgreSQL, which then cannot start again on its data.
+        self._run('pg_ctl stop', self._cmd('pg_ctl', 'stop', '-D', self.data,
+                                           '-m', 'fast', '-w'))
+        self.proc.wait(30)
 
     def _connect(self):
         conn = psycopg2.connect(host='127.0.0.1', port=self.port,

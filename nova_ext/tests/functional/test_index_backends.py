@@ -305,6 +305,7 @@ class _HarnessIndex(_OnServer):
 
     def _setup_services(self):
         self.index = self.use_index()
+        self.build_request_ids = set()
         self.nova_500s = []
         self.null_sort_differences = []
         # IndexTestCase's own _setup_services would add a SQLite index;

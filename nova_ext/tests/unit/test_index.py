@@ -33,6 +33,7 @@ from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import refresh
 from nova_ext.index import source
+from nova_ext.index import sqlite
 from nova_ext.index import worker
 from nova_ext.index import writer
 from nova_ext.notifications import base as notifications_base
@@ -241,7 +242,7 @@ class TestPending(IndexDBTestCase):
             e = self.assertRaises(
                 sa.exc.OperationalError, conn.execute,
                 sa.delete(pending.PENDING))
-        self.assertTrue(db.stale_snapshot(e))
+        self.assertTrue(sqlite.stale_snapshot(e))
         self.assertTrue(db.lost_race(e))
         # A transaction of begin_write() holds the write lock from BEGIN:
         # the other writer waits for it (here it gives up after 0.1 s),
