@@ -40,6 +40,11 @@ class Unavailable(exception.NovaExtError):
     """
 
 
+#: The share of query_timeout beyond which a driver's probe (see
+#: InstanceListDriver.probe) says its store itself is slow.
+SLOW_PROBE = 0.1
+
+
 class InstanceListDriver(abc.ABC):
     """Lists instances across every cell, sorted and paged."""
 
@@ -77,9 +82,20 @@ class InstanceListDriver(abc.ABC):
     def report_stats(self, counts):
         """Publish this process's list counters (a dict); default: no-op.
 
-        Called every few seconds from request threads; must be quick and
-        must not raise.
+        Called every few seconds, by a thread of its own; must not raise.
         """
+
+    def probe(self):
+        """Seconds a trivial query of the driver's own store takes, or None.
+
+        Asked after a list took longer than ``query_timeout``, to tell a
+        slow store, which is switched off for ``retry_interval``, from a
+        request whose own query is slow (a costly regular expression over
+        its servers), which is not: no caller can switch the driver off for
+        the others. None (the default): the driver cannot tell, and a slow
+        list switches it off.
+        """
+        return None
 
     def is_available(self):
         """Whether the driver can serve requests right now.

@@ -25,6 +25,7 @@ Only what cannot be stored is fetched at request time: the services behind
 import collections
 import contextlib
 import datetime
+import time
 import uuid as uuid_lib
 
 from nova.compute import instance_list as nova_instance_list
@@ -275,7 +276,13 @@ class IndexDriver(base.InstanceListDriver):
             # does for Nova's own answer.
             error = e
         if lister.cells_timed_out:
-            raise base.Unavailable('the index query failed: timed out')
+            took = self.probe()
+            timeout = self.conf.nova_ext_index.query_timeout
+            if took > timeout * base.SLOW_PROBE:
+                raise base.Unavailable('the index query timed out; the '
+                                       'index answers a probe in %.2f s'
+                                       % took)
+            raise base.Unservable("this request's index query timed out")
         if lister.cells_failed or error is not None:
             error = '%s: %s' % (type(error).__name__, error)
             broken = self.schema_error()
@@ -305,6 +312,12 @@ class IndexDriver(base.InstanceListDriver):
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             return '%s: %s' % (type(e).__name__, e)
         return None
+
+    def probe(self):
+        started = time.monotonic()
+        if self.schema_error() is not None:
+            return float('inf')
+        return time.monotonic() - started
 
     def versions(self, uuids):
         """``{uuid: when the index last wrote the row}`` (render cache)."""

@@ -180,12 +180,28 @@ class Selector(object):
         elapsed = self.clock() - started
         timeout = self.conf.nova_ext_index.query_timeout
         if elapsed > timeout:
-            self.stats.add('slow', 'took %.2f s' % elapsed)
-            self._latch('a list took %.2f s, more than query_timeout %.2f s'
-                        % (elapsed, timeout))
+            self._slow(driver, elapsed, timeout)
         self.stats.add('served')
         self._latch_reason = None
         return True, result
+
+    def _slow(self, driver, elapsed, timeout):
+        """A list took ``elapsed`` s: switch the driver off if it is slow.
+
+        Not if the driver answers its probe quickly: then the request's own
+        query was slow, and switching the driver off would let any caller
+        turn it off for everyone.
+        """
+        reason = 'a list took %.2f s, more than query_timeout %.2f s' % (
+            elapsed, timeout)
+        probe = driver.probe()
+        if probe is not None and probe <= timeout * base.SLOW_PROBE:
+            self.stats.add('slow', '%s; the driver answers a probe in '
+                                   '%.3f s: that request\'s own query is '
+                                   'slow' % (reason, probe))
+            return
+        self.stats.add('slow', reason)
+        self._latch(reason)
 
     @contextlib.contextmanager
     def stock_only(self):

@@ -20,6 +20,7 @@ checked by assertSameAnswer), the driver is switched off for
 
 import sqlite3
 import time
+import urllib.parse
 
 from nova.tests import fixtures as nova_fixtures
 import sqlalchemy as sa
@@ -159,6 +160,26 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
         self.assertEqual(before['unavailable'], after['unavailable'])
         self.assertIn("this request's index query failed",
                       after['last_reason'])
+        self.assertSameAnswer(self.admin_api, 'servers/detail?all_tenants=1',
+                              served=True)
+
+    def test_a_request_s_own_slow_query_leaves_the_index_on(self):
+        # A member's own costly regular expression (it backtracks over a
+        # name made for it): Nova's answer is as slow. The list is counted
+        # slow, and nobody else's list loses the index.
+        self.flags(query_timeout=0.1, group='nova_ext_index')
+        self._create_server(name='a' * 22 + '!', host='compute1-1',
+                            networks='none')
+        self.sync_index()
+        before = self.stats()
+        uri = 'servers?name=' + urllib.parse.quote('(a+)+$')
+        self.assertSameAnswer(self.api, uri, served=True)
+        after = self.stats()
+        self.assertEqual(before['slow'] + 1, after['slow'])
+        self.assertIn("that request's own query is slow",
+                      after['last_reason'])
+        self.assertEqual(before['latched'], after['latched'])
+        self.assertIsNone(self.selector.latched_until)
         self.assertSameAnswer(self.admin_api, 'servers/detail?all_tenants=1',
                               served=True)
 

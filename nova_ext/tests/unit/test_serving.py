@@ -32,6 +32,7 @@ class ScriptedDriver(list_base.InstanceListDriver):
         self.error = None
         self.duration = 0.0
         self.reported = []
+        self.probed = None
 
     def get_instance_objects_sorted(self, ctx, filters, limit, marker,
                                     expected_attrs, sort_keys, sort_dirs,
@@ -46,6 +47,9 @@ class ScriptedDriver(list_base.InstanceListDriver):
 
     def report_stats(self, counts):
         self.reported.append(counts)
+
+    def probe(self):
+        return self.probed
 
 
 class TestSelector(base.TestCase):
@@ -119,6 +123,23 @@ class TestSelector(base.TestCase):
         self.assertEqual(('from-driver', []), self.list())
         self.assertEqual(('from-nova', []), self.list())
         self.assertEqual(1, self.counts()['slow'])
+
+    def test_slow_store_latches(self):
+        # The probe takes more than a tenth of query_timeout.
+        self.driver.duration, self.driver.probed = 6.0, 0.6
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, self.counts()['slow'])
+
+    def test_slow_request_of_a_quick_store_does_not_latch(self):
+        self.driver.duration, self.driver.probed = 6.0, 0.01
+        for _ in range(3):
+            self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual((3, 0), (self.counts()['slow'],
+                                  self.counts()['latched']))
+        self.assertIn("that request's own query is slow",
+                      self.counts()['last_reason'])
+        self.assertNotIn('is off', self.logs.output)
 
     def test_counters_published_at_most_every_interval(self):
         self.list()
