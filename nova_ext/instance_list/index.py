@@ -24,7 +24,6 @@ Only what cannot be stored is fetched at request time: the services behind
 
 import collections
 import contextlib
-import datetime
 import time
 import uuid as uuid_lib
 
@@ -37,7 +36,6 @@ from nova import objects
 from nova.objects import instance as instance_obj
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
-from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
@@ -50,6 +48,7 @@ from nova_ext.index import source
 from nova_ext.index import writer
 from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
+from nova_ext.instance_list import index_checks
 from nova_ext.instance_list import services
 
 CONF = ext_conf.CONF
@@ -129,62 +128,6 @@ def _restore_ids(instances):
     return cells
 
 
-def _check_tombstones(conf, filters):
-    """Hand to Nova the queries that could need purged tombstones."""
-    days = conf.nova_ext_index.deleted_retention
-    if not days:
-        return
-    if filters.get('deleted') or 'changes-before' in filters:
-        raise base.Unservable('deleted instances older than %d days are '
-                              'not in the index' % days)
-    since = filters.get('changes-since')
-    if since is not None:
-        now = timeutils.utcnow(with_timezone=since.tzinfo is not None)
-        if since < now - datetime.timedelta(days=days):
-            raise base.Unservable('changes-since is older than the '
-                                  'index keeps deleted instances')
-
-
-#: Filters Nova's query handles other than by a regular expression (see
-#: instance_get_all_by_filters_sort): exact matches and special keys.
-_NOT_REGEX = frozenset([
-    'project_id', 'user_id', 'image_ref', 'vm_state', 'instance_type_id',
-    'uuid', 'metadata', 'host', 'task_state', 'system_metadata', 'locked',
-    'hidden', 'deleted', 'cleaned', 'changes-since', 'changes-before',
-    'tags', 'tags-any', 'not-tags', 'not-tags-any'])
-
-
-def _backend(url):
-    try:
-        return sa.engine.make_url(url).get_backend_name()
-    except (sa.exc.ArgumentError, ValueError):
-        return None
-
-
-def _check_regex_dialect(conf, filters):
-    """Hand to Nova the regex filters the index cannot run as Nova would.
-
-    Nova picks its regular expression operator from ``[database]
-    connection`` (``REGEXP`` for MySQL and SQLite, ``~`` for PostgreSQL),
-    not from the database it queries, and what a pattern matches depends on
-    that database too: MySQL compares without case under Nova's collation,
-    SQLite runs Python's ``re``, PostgreSQL POSIX expressions. Only an
-    index on the same kind of database as that option names matches as
-    Nova does.
-    """
-    regex = [key for key in filters if key not in _NOT_REGEX and
-             isinstance(getattr(models.Instance, key, None),
-                        sa.orm.attributes.InstrumentedAttribute)]
-    if not regex:
-        return
-    nova_kind = _backend(CONF.database.connection or '')
-    index_kind = _backend(db.connection_url(conf))
-    if nova_kind is None or nova_kind != index_kind:
-        raise base.Unservable(
-            'regular expression filters %s: Nova matches them on %s, the '
-            'index is on %s' % (sorted(regex), nova_kind, index_kind))
-
-
 class IndexDriver(base.InstanceListDriver):
     """Lists instances from nova_ext's global instance index."""
 
@@ -240,8 +183,8 @@ class IndexDriver(base.InstanceListDriver):
         :param catch_up: whether to apply the changes recorded first; not
             for more rows of a page read a moment ago, which was.
         """
-        _check_tombstones(self.conf, filters)
-        _check_regex_dialect(self.conf, filters)
+        index_checks.tombstones(self.conf, filters)
+        index_checks.regex_dialect(self.conf, filters)
         down = self.cells.down_cells(ctx, self.conf)
         if down:
             raise base.Unservable('cells %s are down; Nova lists them its '
