@@ -17,7 +17,6 @@ runs unchanged over the rows of every cell at once.
 """
 
 import contextlib
-import math
 import os
 import threading
 
@@ -26,6 +25,7 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from sqlalchemy import exc as sa_exc
 
+from nova_ext.index import lock_waits
 from nova_ext.index import sqlite
 
 #: The cell uuid a context targeted at the index carries. It is no cell's
@@ -57,8 +57,8 @@ def begin_write(engine, timeout=None, cooperative=True):
 
     :param timeout: seconds to wait for a lock: SQLite's write lock
         (``sqlite.BUSY_TIMEOUT_MS`` by default), a row or table lock on
-        MySQL (whole seconds, at least one) and PostgreSQL (their own
-        defaults if None).
+        MySQL (whole seconds, at least one) and PostgreSQL
+        (``query_timeout`` by default, see ``lock_waits``).
     :param cooperative: on SQLite, wait for the write lock by sleeping
         between tries, so that under eventlet the rest of the process runs
         meanwhile (SQLite's own wait blocks every greenthread). False where
@@ -67,14 +67,8 @@ def begin_write(engine, timeout=None, cooperative=True):
     with engine.connect() as conn:
         conn.execution_options(**{WRITE: True})
         if engine.dialect.name != 'sqlite':
-            try:
-                with conn.begin():
-                    if timeout is not None:
-                        _lock_timeout(conn, engine.dialect.name, timeout)
-                    yield conn
-            finally:
-                if timeout is not None and engine.dialect.name == 'mysql':
-                    _reset_session(conn)
+            with conn.begin(), lock_waits.bounded(conn, timeout):
+                yield conn
             return
         wait = (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
                 else timeout)
@@ -85,44 +79,17 @@ def begin_write(engine, timeout=None, cooperative=True):
             sqlite.busy_timeout(conn, sqlite.READ_BUSY_TIMEOUT_MS)
 
 
-#: MySQL's lock waits: of row locks (InnoDB), and of table locks (LOCK
-#: TABLES, DDL).
-_MYSQL_LOCK_WAITS = ('innodb_lock_wait_timeout', 'lock_wait_timeout')
-
-
-def _lock_timeout(conn, dialect, timeout):
-    """Bound the lock waits of ``conn``'s transaction to ``timeout`` s."""
-    if dialect == 'postgresql':
-        # Ends with the transaction.
-        conn.exec_driver_sql("SET LOCAL lock_timeout = '%dms'"
-                             % max(1, int(timeout * 1000)))
-    elif dialect == 'mysql':
-        seconds = max(1, math.ceil(timeout))
-        conn.exec_driver_sql('SET SESSION ' + ', '.join(
-            '%s = %d' % (name, seconds) for name in _MYSQL_LOCK_WAITS))
-
-
-def _reset_session(conn):
-    """MySQL's session lock waits back to the server's, for the pool."""
-    try:
-        conn.exec_driver_sql('SET SESSION ' + ', '.join(
-            '%s = DEFAULT' % name for name in _MYSQL_LOCK_WAITS))
-        conn.commit()
-    except Exception:
-        # Not back in the pool with a short wait for the next user.
-        conn.invalidate()
-
-
 @contextlib.contextmanager
 def patient(conn):
     """Within, ``conn`` waits for locks as long as a writer does.
 
     For what writes without :func:`begin_write` (the schema migrations).
     """
-    if conn.engine.dialect.name != 'sqlite':
-        yield conn
+    if conn.engine.dialect.name == 'sqlite':
+        with sqlite.patient(conn):
+            yield conn
         return
-    with sqlite.patient(conn):
+    with lock_waits.unbounded(conn):
         yield conn
 
 
@@ -147,18 +114,15 @@ def lost_race(error):
     The index's engines are oslo.db's, whose filters raise a duplicate key
     as DBDuplicateEntry and a deadlock (MySQL, PostgreSQL) as DBDeadlock; a
     plain SQLAlchemy engine raises IntegrityError; SQLite refuses a write
-    after another commit (``sqlite.stale_snapshot``).
+    after another commit (``sqlite.stale_snapshot``). Not a lock wait that
+    timed out, which oslo.db raises as a deadlock too on MySQL: that wait
+    was the time the caller allowed.
     """
+    if lock_waits.timed_out(error):
+        return False
     return (isinstance(error, (db_exc.DBDuplicateEntry, db_exc.DBDeadlock,
                                sa_exc.IntegrityError)) or
             sqlite.stale_snapshot(error))
-
-
-def _connect_timeout(url, timeout):
-    seconds = max(1, int(math.ceil(timeout)))
-    if url.startswith(('mysql', 'postgresql')):
-        return 'connect_timeout=%d' % seconds
-    return ''
 
 
 def get_context_manager(conf, in_transaction=False):
@@ -182,8 +146,10 @@ def get_context_manager(conf, in_transaction=False):
             manager.configure(connection=sqlite.engine_url(url),
                               max_retries=0,
                               thread_checkin=not in_transaction,
-                              connection_parameters=_connect_timeout(
-                                  url, conf.nova_ext_index.query_timeout))
+                              connection_parameters=(
+                                  lock_waits.connection_parameters(
+                                      url,
+                                      conf.nova_ext_index.query_timeout)))
             engine = manager.writer.get_engine()
             if engine.dialect.name == 'sqlite':
                 sqlite.setup(engine, WRITE)

@@ -29,6 +29,8 @@ import os
 import sqlite3
 import time
 
+import sqlalchemy as sa
+
 from nova_ext import conf as ext_conf
 from nova_ext.index import consumer
 from nova_ext.index import db
@@ -180,17 +182,40 @@ class TestSQLiteFaults(_Faults):
         self.assertFaultHandled(lock, unlock)
 
 
-class _ServerStopped(object):
-    """The index's SQL server stopped, then started again."""
+class _ServerFaults(object):
+    """The index on an SQL server: stopped, or a table locked."""
+
+    #: The statements that lock the pending table, and that unlock it.
+    LOCK = UNLOCK = ()
 
     def test_server_stopped_and_restarted(self):
         self.assertFaultHandled(self.sql_server.halt, self.sql_server.resume)
 
+    def test_table_locked_by_another_writer(self):
+        engine = sa.create_engine(self.index.connection,
+                                  poolclass=sa.pool.NullPool)
+        self.addCleanup(engine.dispose)
+        blocker = engine.connect()
+        self.addCleanup(blocker.close)
 
-class TestMariaDBStopped(_ServerStopped, backends._HarnessIndex, _Faults):
+        def run(statements):
+            for statement in statements:
+                blocker.exec_driver_sql(statement)
+
+        self.assertFaultHandled(lambda: run(self.LOCK),
+                                lambda: run(self.UNLOCK))
+
+
+class TestMariaDBFaults(_ServerFaults, backends._HarnessIndex, _Faults):
     SERVER = sqlserver.MariaDB
+    LOCK = ('LOCK TABLES nova_ext_index_pending WRITE',)
+    UNLOCK = ('UNLOCK TABLES',)
+    # MySQL counts lock waits in whole seconds: a hold waits one.
+    SLOWER_BY_AT_MOST = 1.5
 
 
-class TestPostgreSQLStopped(_ServerStopped, backends._HarnessIndex,
-                            _Faults):
+class TestPostgreSQLFaults(_ServerFaults, backends._HarnessIndex, _Faults):
     SERVER = sqlserver.PostgreSQL
+    LOCK = ('BEGIN',
+            'LOCK TABLE nova_ext_index_pending IN ACCESS EXCLUSIVE MODE')
+    UNLOCK = ('ROLLBACK',)
