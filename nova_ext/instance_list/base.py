@@ -40,9 +40,14 @@ class Unavailable(exception.NovaExtError):
     """
 
 
-#: The share of query_timeout beyond which a driver's probe (see
-#: InstanceListDriver.probe) says its store itself is slow.
-SLOW_PROBE = 0.1
+#: A driver's probe (see InstanceListDriver.probe) says its store itself
+#: is slow beyond this share of query_timeout, and this many seconds.
+SLOW_PROBE, SLOW_PROBE_MIN = 0.1, 0.1
+
+
+def probe_is_slow(seconds, timeout):
+    """Whether a probe that took ``seconds`` says the store is slow."""
+    return seconds > max(timeout * SLOW_PROBE, SLOW_PROBE_MIN)
 
 
 class InstanceListDriver(abc.ABC):

@@ -221,7 +221,7 @@ class IndexDriver(base.InstanceListDriver):
         if lister.cells_timed_out:
             took = self.probe()
             timeout = self.conf.nova_ext_index.query_timeout
-            if took > timeout * base.SLOW_PROBE:
+            if base.probe_is_slow(took, timeout):
                 raise base.Unavailable('the index query timed out; the '
                                        'index answers a probe in %.2f s'
                                        % took)

@@ -125,17 +125,20 @@ class _Faults(capture_tests._CaptureBase):
         broken = {'create': [], 'delete': []}
         self.act(broken)
         self.lists(served=False)
-        for kind, times in broken.items():
-            self.assertLessEqual(
-                max(times), max(self.whole[kind]) + self.SLOWER_BY_AT_MOST,
-                '%s while the index was broken; while whole: %s'
-                % (kind, self.whole[kind]))
         mend_it()
         # Nothing held back is lost: recorded, then served.
         self.assertTrue(consumer.get_marker(CONF).flush(30))
         self.assertEqual({}, consumer.held())
         self.now[0] += 1.1
         self.lists(served=True)
+        # Whole again: the times to compare with, before and after.
+        self.act(self.whole)
+        self.lists(served=True)
+        for kind, times in broken.items():
+            self.assertLessEqual(
+                max(times), max(self.whole[kind]) + self.SLOWER_BY_AT_MOST,
+                '%s while the index was broken; while whole: %s'
+                % (kind, self.whole[kind]))
 
 
 class TestSQLiteFaults(_Faults):

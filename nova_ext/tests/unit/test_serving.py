@@ -125,7 +125,7 @@ class TestSelector(base.TestCase):
         self.assertEqual(1, self.counts()['slow'])
 
     def test_slow_store_latches(self):
-        # The probe takes more than a tenth of query_timeout.
+        # The probe takes more than a tenth of query_timeout (and 0.1 s).
         self.driver.duration, self.driver.probed = 6.0, 0.6
         self.assertEqual(('from-driver', []), self.list())
         self.assertEqual(('from-nova', []), self.list())
