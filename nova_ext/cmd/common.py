@@ -27,11 +27,14 @@ def add_config_arguments(parser):
                         help='nova configuration directory (repeatable)')
 
 
-def configure(prog, args):
+def configure(prog, args, reports=False):
     """Load Nova's configuration the way nova-manage does; returns CONF.
 
     Logging, CONF with project ``nova`` and the API and main database
     facades; no RPC (a command that listens builds its own transport).
+
+    :param reports: the command prints a result on stdout (a table, JSON):
+        its logs go to stderr unless nova.conf sends them elsewhere.
     """
     from nova import config
     from nova import objects
@@ -42,6 +45,8 @@ def configure(prog, args):
     for path in args.config_dir:
         argv += ['--config-dir', path]
     config.parse_args(argv, init_rpc=False)
+    if reports:
+        config.CONF.set_default('use_stderr', True)
     logging.setup(config.CONF, prog)
     objects.register_all()
     return config.CONF

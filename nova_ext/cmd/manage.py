@@ -95,7 +95,7 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    conf = common.configure('nova-ext-manage', args)
+    conf = common.configure('nova-ext-manage', args, reports=True)
     from nova import context as nova_context
 
     from nova_ext.cmd import compute_ids

@@ -20,8 +20,10 @@ import json
 import sys
 import time
 
+from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
+from nova_ext.index import db
 from nova_ext.index import migration
 from nova_ext.index import status
 from nova_ext.index import sync
@@ -30,7 +32,28 @@ from nova_ext.index import verify
 
 def run(ctx, conf, args, out=None):
     out = out or sys.stdout
+    if args.command != 'db_sync':
+        missing = _schema_missing(conf)
+        if missing is not None:
+            print('nova-ext-manage: %s: run "nova-ext-manage index '
+                  'db_sync"' % missing, file=sys.stderr)
+            return 2
     return COMMANDS[args.command](ctx, conf, args, out)
+
+
+def _schema_missing(conf):
+    """Why the index cannot be read, if it has no schema; else None.
+
+    Nothing is created: an SQLite index is never made by opening it.
+    """
+    try:
+        revision = migration.current(conf)
+    except db_exc.DBNonExistentDatabase:
+        return 'the index database %s does not exist' % (
+            status.masked(db.connection_url(conf)))
+    if revision is None:
+        return 'the index database has no schema'
+    return None
 
 
 def _cells(ctx, name):

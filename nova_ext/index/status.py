@@ -28,7 +28,7 @@ from nova_ext.index import writer
 def collect(ctx, conf):
     """A dict describing the index; ``healthy`` says if nova-api uses it."""
     engine = db.get_engine(conf)
-    report = {'connection': _masked(db.connection_url(conf)),
+    report = {'connection': masked(db.connection_url(conf)),
               'revision': migration.current(conf),
               'head': migration.head()}
     report['lag'] = pending.lag(engine)
@@ -61,7 +61,7 @@ def _reconcile(engine):
     return reconcile.read(engine)
 
 
-def _masked(url):
+def masked(url):
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: never print a password because of a bad URL
