@@ -27,6 +27,8 @@ import urllib.parse
 #: MySQL's lock waits: of row locks (InnoDB), of table locks (LOCK TABLES,
 #: DDL).
 _MYSQL = ('innodb_lock_wait_timeout', 'lock_wait_timeout')
+#: Where a connection keeps its own MySQL lock waits (Connection.info).
+_OWN_KEY = 'nova_ext_lock_waits'
 
 
 def timed_out(error):
@@ -39,6 +41,10 @@ def _seconds(timeout):
     return max(1, int(math.ceil(timeout)))
 
 
+def _milliseconds(timeout):
+    return max(1, int(timeout * 1000))
+
+
 def connection_parameters(url, query_timeout):
     """URL query parameters that bound a new connection's waits."""
     if url.startswith('mysql'):
@@ -47,8 +53,8 @@ def connection_parameters(url, query_timeout):
                   ', '.join('%s = %d' % (n, seconds) for n in _MYSQL)}
     elif url.startswith('postgresql'):
         params = {'connect_timeout': _seconds(query_timeout),
-                  'options': '-c lock_timeout=%d' % max(
-                      1, int(query_timeout * 1000))}
+                  'options': '-c lock_timeout=%d' % _milliseconds(
+                      query_timeout)}
     else:
         return ''
     return urllib.parse.urlencode(params)
@@ -66,7 +72,7 @@ def bounded(conn, timeout):
     elif dialect == 'postgresql':
         # SET LOCAL ends with the transaction.
         conn.exec_driver_sql("SET LOCAL lock_timeout = '%dms'"
-                             % max(1, int(timeout * 1000)))
+                             % _milliseconds(timeout))
         yield conn
     else:
         with _mysql_session(conn, _seconds(timeout)):
@@ -98,8 +104,12 @@ def unbounded(conn):
 
 @contextlib.contextmanager
 def _mysql_session(conn, value):
-    before = conn.exec_driver_sql('SELECT ' + ', '.join(
-        '@@SESSION.%s' % n for n in _MYSQL)).one()
+    # The connection's own waits, read once per connection: they are put
+    # back after each change, and the info goes with the connection.
+    before = conn.info.get(_OWN_KEY)
+    if before is None:
+        before = conn.info[_OWN_KEY] = tuple(conn.exec_driver_sql(
+            'SELECT ' + ', '.join('@@SESSION.%s' % n for n in _MYSQL)).one())
     conn.exec_driver_sql(_set_mysql([value] * len(_MYSQL)))
     try:
         yield conn
