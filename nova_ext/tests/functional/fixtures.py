@@ -29,6 +29,7 @@ from nova import context as nova_context
 from nova import rpc
 from nova.scheduler import request_filter
 from oslo_config import cfg
+import sqlalchemy as sa
 
 from nova_ext.api import paste_config
 from nova_ext.entry_points import api as api_entry_point
@@ -226,6 +227,50 @@ class IndexFixture(fixtures.Fixture):
                     'index still has %d pending changes after %.0f s'
                     % (index_pending.count(self.engine), timeout))
             time.sleep(0.05)
+
+
+class NovaWrites(fixtures.Fixture):
+    """Counts the writes Nova's databases see, on every engine but one.
+
+    A statement that writes (INSERT, UPDATE, DELETE) and the end of the
+    transaction it ran in each count one. Two answers of Nova's own that
+    agree prove its state was the same between them only while this count
+    did not move: a change made and undone in between (a build request
+    gone and its instance's first update not yet made) leaves both the
+    same.
+
+    :param skip_database: the database (a file's path) whose engine is not
+        counted: the index's, which list requests themselves write.
+    """
+
+    _WRITES = ('INSERT', 'UPDATE', 'DELETE', 'REPLACE')
+    _DIRTY = 'nova_ext_tests_wrote'
+
+    def __init__(self, skip_database):
+        super().__init__()
+        self.skip_database = skip_database
+        self.count = 0
+
+    def _setUp(self):
+        listeners = (('before_cursor_execute', self._execute),
+                     ('commit', self._end), ('rollback', self._end))
+        for name, listener in listeners:
+            sa.event.listen(sa.engine.Engine, name, listener)
+            self.addCleanup(sa.event.remove, sa.engine.Engine, name,
+                            listener)
+
+    def _counted(self, conn):
+        return conn.engine.url.database != self.skip_database
+
+    def _execute(self, conn, cursor, statement, *args):
+        verb = statement.lstrip()[:7].upper()
+        if verb.startswith(self._WRITES) and self._counted(conn):
+            conn.info[self._DIRTY] = True
+            self.count += 1
+
+    def _end(self, conn):
+        if conn.info.pop(self._DIRTY, False):
+            self.count += 1
 
 
 def first_difference(want, got, path=''):
