@@ -170,6 +170,23 @@ class _Schema(_OnServer):
                                delta=0.001)
         self.assertLess(pending.lag(self.index.engine, now=now + 1), 1.001)
 
+    def test_holds_add_up_in_one_row_and_in_many(self):
+        # One row is sent as a statement compiled once, several as
+        # SQLAlchemy's multi-row statement: both merge alike.
+        engine = self.index.engine
+        for _ in range(2):
+            pending.mark(engine, {'a': (1.0, 1.0)}, {'a': (1, 0)})
+        pending.mark(engine, {'a': (0.5, 2.0), 'b': (2.0, 2.0)},
+                     {'a': (1, 0), 'b': (1, 0)})
+        pending.mark(engine, {'a': (3.0, 3.0)}, {'a': (0, 3)})
+        c = pending.PENDING.c
+        with engine.connect() as conn:
+            got = {r[0]: tuple(r[1:]) for r in conn.execute(sa.select(
+                c.uuid, c.first_event_at, c.last_event_at, c.holds,
+                c.releases, c.held_at))}
+        self.assertEqual({'a': (0.5, 3.0, 3, 3, 2.0),
+                          'b': (2.0, 2.0, 1, 0, 2.0)}, got)
+
     def test_marks_racing_for_one_instance(self):
         # Another process (an engine of its own) marks the instance just
         # before this mark writes: the mark is one upsert, so it meets the

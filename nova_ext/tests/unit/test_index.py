@@ -160,6 +160,15 @@ class TestBlockDeviceMappingMigration(base.TestCase):
         self.assertEqual(100.0, pending.lag(engine, now=100.0))
 
 
+def held(engine):
+    """``{uuid: (first, last, holds, releases, held_at)}`` of every mark."""
+    c = pending.PENDING.c
+    with engine.connect() as conn:
+        return {r[0]: tuple(r[1:]) for r in conn.execute(sa.select(
+            c.uuid, c.first_event_at, c.last_event_at, c.holds, c.releases,
+            c.held_at))}
+
+
 class TestPending(IndexDBTestCase):
 
     def test_mark_keeps_first_and_last(self):
@@ -216,6 +225,24 @@ class TestPending(IndexDBTestCase):
         pending.mark(self.engine, {'a': (6.0, 12.0)})
         self.assertEqual({'a': 12.0}, pending.take(self.engine, 10))
         self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+
+    def test_holds_add_up_in_one_row_and_in_many(self):
+        pending.mark(self.engine, {'a': (1.0, 1.0)}, {'a': (1, 0)})
+        pending.mark(self.engine, {'a': (2.0, 2.0), 'b': (2.0, 2.0)},
+                     {'a': (1, 0), 'b': (1, 0)})
+        pending.mark(self.engine, {'a': (3.0, 3.0)}, {'a': (0, 2)})
+        self.assertEqual({'a': (1.0, 3.0, 2, 2, 2.0),
+                          'b': (2.0, 2.0, 1, 0, 2.0)}, held(self.engine))
+
+    def test_an_upsert_is_compiled_once(self):
+        pending.mark(self.engine, [('a', 1.0)])
+        upsert = pending._upsert(self.engine.dialect.name)
+        with mock.patch.object(upsert, 'compile',
+                               side_effect=AssertionError('compiled again')):
+            pending.mark(self.engine, [('a', 2.0)])
+            pending.mark(self.engine, [('b', 3.0), ('c', 4.0)])
+        self.assertEqual({'a': 2.0, 'b': 3.0, 'c': 4.0},
+                         pending.take(self.engine, 10))
 
     def test_readers_do_not_take_the_write_lock(self):
         seen = self.statements(self.engine)
