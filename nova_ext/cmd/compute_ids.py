@@ -22,6 +22,9 @@ A read-only report, per cell, of compute object id linkage:
 - ``unlinked``: per migration, how many records are linkable now and the
   ones that cannot be linked, with the reason.
 
+Every record listed is named by its row id, uuid, host and node (see
+:data:`PLACES`).
+
 Exit 0 when nothing disagrees and nothing linkable is left, else 1.
 """
 
@@ -37,16 +40,23 @@ from nova_ext.object_migrations import compute_ids
 LIST_LIMIT = 100
 
 
-def _links(conn, table, host, node, link):
+#: The columns naming each record table's host and node, as the audit
+#: shows them (a migration's are those of its destination).
+PLACES = {'instances': ('host', 'node'),
+          'migrations': ('dest_compute', 'dest_node'),
+          'compute_nodes': ('host', 'hypervisor_hostname')}
+
+
+def _links(conn, table, link):
     """Live records of ``table`` whose ``link`` disagrees with host/node.
 
-    :param host, node, link: the names of the record's host, node and
-        compute node id columns.
+    :param link: the name of the record's compute node id column.
     """
     cn = compute_ids._tables()[2]
     t = table.c
+    host, node = (t[c] for c in PLACES[table.name])
     rows = conn.execute(
-        sa.select(t.uuid, t[host].label('host'), t[node].label('node'),
+        sa.select(t.id, t.uuid, host.label('host'), node.label('node'),
                   t[link].label('link'),
                   cn.c.host.label('cn_host'),
                   cn.c.hypervisor_hostname.label('cn_node'),
@@ -54,39 +64,37 @@ def _links(conn, table, host, node, link):
         .select_from(table.outerjoin(cn, cn.c.id == t[link]))
         .where(t.deleted == 0, t[link].is_not(None),
                sa.or_(cn.c.id.is_(None), cn.c.deleted != 0,
-                      t[node].is_(None),
-                      cn.c.hypervisor_hostname != t[node],
-                      cn.c.host != t[host]))
+                      node.is_(None),
+                      cn.c.hypervisor_hostname != node,
+                      cn.c.host != host))
         .order_by(t.id))
-    return [_disagreement(r.uuid, r.host, r.node, r.link, r) for r in rows]
+    return [_disagreement(r) for r in rows]
 
 
 def _instances(conn):
-    return _links(conn, compute_ids._tables()[0], 'host', 'node',
-                  'compute_id')
+    return _links(conn, compute_ids._tables()[0], 'compute_id')
 
 
 def _migrations(conn):
-    return _links(conn, compute_ids._tables()[1], 'dest_compute',
-                  'dest_node', 'dest_compute_id')
+    return _links(conn, compute_ids._tables()[1], 'dest_compute_id')
 
 
-def _disagreement(uuid, host, node, compute_id, row):
+def _disagreement(row):
     if row.cn_host is None:
-        why = 'compute node %s does not exist' % compute_id
+        why = 'compute node %s does not exist' % row.link
     elif row.cn_deleted:
-        why = 'compute node %s is deleted' % compute_id
+        why = 'compute node %s is deleted' % row.link
     else:
-        why = 'compute node %s is %s/%s' % (compute_id, row.cn_host,
+        why = 'compute node %s is %s/%s' % (row.link, row.cn_host,
                                             row.cn_node)
-    return {'uuid': uuid, 'host': host, 'node': node,
-            'compute_id': compute_id, 'reason': why}
+    return {'id': row.id, 'uuid': row.uuid, 'host': row.host,
+            'node': row.node, 'compute_id': row.link, 'reason': why}
 
 
 def _compute_nodes(conn):
     _, _, cn, s = compute_ids._tables()
     rows = conn.execute(
-        sa.select(cn.c.uuid, cn.c.host, cn.c.hypervisor_hostname,
+        sa.select(cn.c.id, cn.c.uuid, cn.c.host, cn.c.hypervisor_hostname,
                   cn.c.service_id, s.c.host.label('service_host'),
                   s.c.deleted.label('service_deleted'))
         .select_from(cn.outerjoin(s, s.c.id == cn.c.service_id))
@@ -103,10 +111,23 @@ def _compute_nodes(conn):
         else:
             why = 'service %s is on host %s (renamed?)' % (
                 r.service_id, r.service_host)
-        out.append({'uuid': r.uuid, 'host': r.host,
+        out.append({'id': r.id, 'uuid': r.uuid, 'host': r.host,
                     'node': r.hypervisor_hostname,
                     'service_id': r.service_id, 'reason': why})
     return out
+
+
+def _identities(conn, table, ids):
+    """``{id: {'uuid', 'host', 'node'}}`` of the records of ``table``."""
+    if not ids:
+        return {}
+    host, node = PLACES[table.name]
+    rows = conn.execute(
+        sa.select(table.c.id, table.c.uuid, table.c[host].label('host'),
+                  table.c[node].label('node'))
+        .where(table.c.id.in_(ids)))
+    return {r.id: {'uuid': r.uuid, 'host': r.host, 'node': r.node}
+            for r in rows}
 
 
 def _unlinked(conn):
@@ -115,24 +136,34 @@ def _unlinked(conn):
         spec = compute_ids.spec(linker.name)
         records = compute_ids.unlinkable(conn, spec)
         reasons = collections.Counter(reason for _, _, reason in records)
+        listed = records[:LIST_LIMIT]
+        # The key is what the link is looked up by (a compute node's is
+        # its host alone); the uuid and place say which record it is.
+        known = _identities(conn, spec.record, [i for i, _, _ in listed])
+        # A record archived between the two reads is still listed.
+        gone = dict.fromkeys(('uuid', 'host', 'node'))
         out[linker.name] = {
             'linkable': compute_ids.remaining(conn, spec),
             'unlinkable': dict(sorted(reasons.items())),
-            'records': [{'id': i, 'key': list(k), 'reason': why}
-                        for i, k, why in records[:LIST_LIMIT]],
+            'records': [dict(known.get(i, gone), id=i, key=list(k), reason=why)
+                        for i, k, why in listed],
         }
     return out
+
+
+def audit(conn):
+    """The report of one cell, read on its database connection."""
+    return {'instances': _instances(conn),
+            'migrations': _migrations(conn),
+            'compute_nodes': _compute_nodes(conn),
+            'unlinked': _unlinked(conn)}
 
 
 def audit_cell(cctx):
     from nova.db.main import api as main_db
 
     with main_db.get_context_manager(cctx).reader.using(cctx) as session:
-        conn = session.connection()
-        return {'instances': _instances(conn),
-                'migrations': _migrations(conn),
-                'compute_nodes': _compute_nodes(conn),
-                'unlinked': _unlinked(conn)}
+        return audit(session.connection())
 
 
 def linkable_left(cctx):
@@ -185,16 +216,19 @@ def _print_tables(report, out):
             table.add_row([cell, name, u['linkable'], ', '.join(
                 '%s: %d' % kv for kv in u['unlinkable'].items()) or '-'])
     print(table, file=out)
-    table = prettytable.PrettyTable(['Cell', 'Kind', 'UUID', 'Host', 'Node',
-                                     'Reason'])
+    # Id is the record's row id: old migrations and compute nodes may have
+    # no uuid, and the id is what SQL on the cell database finds it by.
+    table = prettytable.PrettyTable(['Cell', 'Kind', 'Id', 'UUID', 'Host',
+                                     'Node', 'Reason'])
+    rows = []
     for cell, data in report.items():
         for kind in ('instances', 'migrations', 'compute_nodes'):
-            for r in data[kind]:
-                table.add_row([cell, kind, r['uuid'], r['host'], r['node'],
-                               r['reason']])
+            rows += [(cell, kind, r) for r in data[kind]]
         for name, u in data['unlinked'].items():
-            for r in u['records']:
-                table.add_row([cell, name, r['id'], '/'.join(
-                    str(k) for k in r['key']), '', r['reason']])
+            rows += [(cell, name, r) for r in u['records']]
+    for cell, kind, r in rows:
+        table.add_row([cell, kind, r['id']] + [
+            '-' if r[k] is None else r[k] for k in ('uuid', 'host', 'node')
+        ] + [r['reason']])
     print('Disagreements and unlinkable records:', file=out)
     print(table, file=out)

@@ -11,14 +11,21 @@
 # under the License.
 """nova-ext-status: is this cloud ready for, and healthy with, nova_ext?
 
-``nova-ext-status [--config-file nova.conf] upgrade check`` runs the checks
-below like ``nova-status upgrade check`` does (oslo.upgradecheck): exit 0
-when all pass, 1 on a warning, 2 on a failure, with a table of results.
+``nova-ext-status [--config-file nova.conf] upgrade check [--json]`` runs
+the checks below like ``nova-status upgrade check`` does (oslo.upgradecheck):
+exit 0 when all pass, 1 on a warning, 2 on a failure, with a table of
+results, or with ``--json`` one JSON document, on stdout; logs go to stderr
+unless nova.conf sends them elsewhere. (Exit 255, with the traceback on
+stdout, is oslo.upgradecheck's answer to a check that raised.)
+``nova-ext-status --version`` prints nova_ext's version.
 """
 
+import argparse
 import sys
 
+from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
+import pbr.version
 
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
@@ -147,15 +154,40 @@ class Checks(upgradecheck.UpgradeCommands):
     )
 
 
+def version():
+    # The full version (a development install says which commit it is at).
+    return pbr.version.VersionInfo('nova_ext').release_string()
+
+
+def _exit_on_version(args):
+    """Print nova_ext's version and exit 0 if ``--version`` is asked for.
+
+    Nova's parse_args gives oslo.config Nova's own version for --version,
+    so it is answered here, before Nova's parser sees it.
+    """
+    parser = argparse.ArgumentParser(prog='nova-ext-status', add_help=False,
+                                     allow_abbrev=False)
+    parser.add_argument('--version', action='version', version=version())
+    parser.parse_known_args(args)
+
+
 def main(argv=None):
     from nova import config
     from nova import objects
 
     argv = sys.argv if argv is None else argv
+    _exit_on_version(argv[1:])
     checks = Checks(config.CONF)
     upgradecheck.register_cli_options(config.CONF, checks)
     # Nova's configuration path, as nova-status: the API database and cell
     # mappings are read, nothing is sent on the message bus.
     config.parse_args(argv, init_rpc=False)
+    # The results are the command's output on stdout (a table, or JSON for
+    # a machine to parse): logs go to stderr.
+    config.CONF.set_default('use_stderr', True)
+    logging.setup(config.CONF, 'nova-ext-status')
     objects.register_all()
+    # UpgradeCommands.check reads --json from oslo.upgradecheck's own CONF,
+    # which only its main() sets; that main() would bypass Nova's parsing.
+    upgradecheck.CONF = config.CONF
     return upgradecheck.run(config.CONF)

@@ -18,6 +18,7 @@ The scene switches the capability on for itself and off again at the end.
 """
 
 import datetime
+from unittest import mock
 
 from nova import context as nova_context
 from nova import objects
@@ -33,6 +34,24 @@ from nova_ext.virt import trait_callbacks
 CONF = cfg.CONF
 STATUS = (trait_callbacks.COMPUTE_STATUS_DISABLED,
           trait_callbacks.COMPUTE_STATUS_DOWN)
+
+
+class _Clock(object):
+    """A ``timeutils.utcnow`` that stands still until the scene sets ``now``.
+
+    oslo.utils deprecates its time override in favour of patching
+    ``timeutils.utcnow``; this is what it is patched with. Nova's
+    servicegroup, the heartbeats' ``updated_at`` and the watcher all read
+    the time through it.
+    """
+
+    def __init__(self, now):
+        self.now = now
+
+    def __call__(self, with_timezone=False):
+        if with_timezone:
+            return self.now.replace(tzinfo=datetime.timezone.utc)
+        return self.now
 
 
 def _status_traits(cloud, host):
@@ -68,20 +87,20 @@ def compute_status(cloud, report, args):
     scheduler_ep.attach()
     report.line('[nova_ext_compute_status]trait_callbacks = compute-status')
     report.line('[nova_ext_scheduler]request_filters = compute-down')
+    clock = _Clock(timeutils.utcnow())
     watcher = watcher_mod.Watcher(engine.TraitEngine.from_conf(CONF),
-                                  CONF.service_down_time, 3600)
-    t0 = timeutils.utcnow()
-    timeutils.set_time_override(t0)
+                                  CONF.service_down_time, 3600, clock=clock)
     try:
-        _scene(cloud, report, watcher, hosts, t0)
+        with mock.patch.object(timeutils, 'utcnow', clock):
+            _scene(cloud, report, watcher, hosts, clock)
     finally:
-        timeutils.clear_time_override()
         cloud.flags(trait_callbacks=[], group='nova_ext_compute_status')
         cloud.flags(request_filters=[], group='nova_ext_scheduler')
         scheduler_ep.attach()
 
 
-def _scene(cloud, report, watcher, hosts, t0):
+def _scene(cloud, report, watcher, hosts, clock):
+    t0 = clock.now
     first, second = hosts[0], hosts[1]
     report.line('start-up reconcile: %s', dict(watcher.sweep()))
 
@@ -111,8 +130,7 @@ def _scene(cloud, report, watcher, hosts, t0):
     # a heartbeat it wrote before stopping restarts it, as it should.
     watcher.sweep()
     down_time = CONF.service_down_time
-    timeutils.set_time_override(t0 + datetime.timedelta(
-        seconds=down_time - 5))
+    clock.now = t0 + datetime.timedelta(seconds=down_time - 5)
     for host in hosts:
         if host != second:
             _heartbeat(host)
@@ -120,8 +138,7 @@ def _scene(cloud, report, watcher, hosts, t0):
     report.check(_status_traits(cloud, second) == [],
                  '%d s later (service_down_time is %d s): not marked yet'
                  % (down_time - 5, down_time))
-    timeutils.set_time_override(t0 + datetime.timedelta(
-        seconds=down_time + 1))
+    clock.now = t0 + datetime.timedelta(seconds=down_time + 1)
     for host in hosts:
         if host != second:
             _heartbeat(host)

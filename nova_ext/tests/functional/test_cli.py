@@ -9,22 +9,47 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""nova-ext-manage as an operator runs it: its own process and nova.conf.
+"""nova-ext-manage and nova-ext-status as an operator runs them.
 
-Its result goes to stdout and nothing else does (logs go to stderr), and a
-read-only command never creates the index.
+Each in its own process with a nova.conf. The result goes to stdout and
+nothing else does (logs go to stderr), and a read-only command never
+creates the index.
 """
 
+import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import fixtures
 from oslotest import base as oslotest_base
+import pbr.version
 
 from nova_ext.index import migration
 
-MANAGE = os.path.join(os.path.dirname(sys.executable), 'nova-ext-manage')
+BIN = os.path.dirname(sys.executable)
+MANAGE = os.path.join(BIN, 'nova-ext-manage')
+STATUS = os.path.join(BIN, 'nova-ext-status')
+
+# nova-ext-status with its checks replaced by one that logs a line and
+# returns the code given as the first argument.
+ONE_CHECK = textwrap.dedent('''
+    import sys
+
+    from oslo_log import log as logging
+    from oslo_upgradecheck import upgradecheck
+
+    from nova_ext.cmd import status
+
+    def check(self):
+        logging.getLogger('nova_ext.cmd.status').warning('checking now')
+        return upgradecheck.Result(upgradecheck.Code(int(sys.argv[1])),
+                                   'code %s' % sys.argv[1])
+
+    status.Checks._upgrade_checks = (('One', check),)
+    sys.exit(status.main(['nova-ext-status'] + sys.argv[2:]))
+''')
 
 
 class TestManageCommand(oslotest_base.BaseTestCase):
@@ -60,3 +85,69 @@ class TestManageCommand(oslotest_base.BaseTestCase):
         self.assertEqual('index schema at revision %s\n' % migration.head(),
                          done.stdout)
         self.assertTrue(os.path.exists(self.index))
+
+
+class TestStatusCommand(oslotest_base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        # No database: the checks that read one report a failure.
+        self.conf = os.path.join(self.dir, 'nova.conf')
+        with open(self.conf, 'w') as f:
+            f.write('[DEFAULT]\nstate_path = %s\n' % self.dir)
+
+    def run_command(self, argv):
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL)
+
+    def status(self, *argv):
+        return self.run_command([STATUS, '--config-file', self.conf] +
+                                list(argv))
+
+    def one_check(self, code, *argv):
+        return self.run_command(
+            [sys.executable, '-c', ONE_CHECK, str(code),
+             '--config-file', self.conf, 'upgrade', 'check'] + list(argv))
+
+    def test_json_is_the_only_output(self):
+        done = self.status('upgrade', 'check', '--json')
+        self.assertEqual(2, done.returncode, done.stderr)
+        result = json.loads(done.stdout)
+        self.assertEqual('Upgrade Check Results', result['name'])
+        checks = {c['check']: c for c in result['checks']}
+        self.assertEqual(['Compute object ids', 'Instance index',
+                          'Rebuild from cell0'], sorted(checks))
+        self.assertEqual(2, checks['Compute object ids']['result'])
+        self.assertIn('cannot be read', checks['Compute object ids'][
+            'details'])
+        self.assertEqual(0, checks['Instance index']['result'])
+
+    def test_table_without_json(self):
+        done = self.status('upgrade', 'check')
+        self.assertEqual(2, done.returncode, done.stderr)
+        self.assertIn('| Check: Compute object ids', done.stdout)
+        self.assertIn('| Result: Failure', done.stdout)
+        self.assertRaises(ValueError, json.loads, done.stdout)
+
+    def test_exit_codes_and_logs_with_json(self):
+        for code in (0, 1, 2):
+            done = self.one_check(code, '--json')
+            self.assertEqual(code, done.returncode, done.stderr)
+            self.assertEqual(
+                {'name': 'Upgrade Check Results',
+                 'checks': [{'check': 'One', 'result': code,
+                             'details': 'code %d' % code}]},
+                json.loads(done.stdout))
+            self.assertIn('checking now', done.stderr)
+
+    def test_version_is_nova_exts(self):
+        want = pbr.version.VersionInfo('nova_ext').release_string()
+        nova = pbr.version.VersionInfo('nova').version_string()
+        self.assertNotEqual(nova, want)
+        for argv in ([STATUS, '--version'],
+                     [STATUS, '--config-file', self.conf, '--version']):
+            done = self.run_command(argv)
+            self.assertEqual(0, done.returncode, done.stderr)
+            self.assertEqual(want + '\n', done.stdout)

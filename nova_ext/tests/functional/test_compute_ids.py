@@ -140,6 +140,17 @@ class ComputeIdsTestCase(base.NovaExtTestCase):
         code = audit_cmd.run(self.ctx, ext_conf.CONF, args, out=out)
         return code, json.loads(out.getvalue())
 
+    def audit_rows(self):
+        """The audit's table of records, one header-keyed dict a row."""
+        args = manage.build_parser().parse_args(['compute-ids', 'audit'])
+        out = io.StringIO()
+        audit_cmd.run(self.ctx, ext_conf.CONF, args, out=out)
+        text = out.getvalue().split(
+            'Disagreements and unlinkable records:\n', 1)[1]
+        cells = [[c.strip() for c in line.strip('|').split('|')]
+                 for line in text.splitlines() if line.startswith('|')]
+        return [dict(zip(cells[0], row)) for row in cells[1:]]
+
     def assertAllLinked(self):
         for name in ('cell1', 'cell2'):
             links = self.links(name)
@@ -244,6 +255,18 @@ class TestComputeIds(ComputeIdsTestCase):
                          unlinked['migration-dest-compute-id']['unlinkable'])
         self.assertEqual({'not_found': 1},
                          unlinked['compute-node-service-id']['unlinkable'])
+        rows = [r for r in self.audit_rows() if r['Cell'] == 'cell2']
+        self.assertEqual(
+            sorted((uuid, node.host, node.hypervisor_hostname,
+                    'renamed_host') for uuid in self.linkable['cell2']),
+            sorted((r['UUID'], r['Host'], r['Node'], r['Reason'])
+                   for r in rows if r['Kind'] == 'instance-compute-id'))
+        self.assertEqual(
+            [('compute-node-service-id', str(node.id), node.uuid,
+              'compute2-renamed', node.hypervisor_hostname, 'not_found')],
+            [(r['Kind'], r['Id'], r['UUID'], r['Host'], r['Node'],
+              r['Reason']) for r in rows
+             if r['Kind'] == 'compute-node-service-id'])
 
         # Links made before a rename now disagree; the audit says so.
         self.sql('cell2', sa.update(NODES).where(NODES.c.id == node.id)

@@ -36,6 +36,11 @@ class TestDemo(testtools.TestCase):
         self.assertIn('servers spread over 3 cells', run.stdout)
         self.assertRegex(run.stdout, r'\n\d+ checks, 0 failed\n')
         self.assertNotIn('[FAILED]', run.stdout)
+        # Nothing the tour calls warns that it is deprecated (the
+        # compute-status scene moves the clock by patching
+        # timeutils.utcnow, as oslo.utils asks).
+        self.assertNotIn(': DeprecationWarning: ', run.stderr)
+        self.assertIn('the watcher marked', run.stdout)
         # Rebuild from cell0: the server that found no host is the same
         # server afterwards, ACTIVE on the compute added to cell1.
         uuid = re.search(r'\nBooted ([0-9a-f-]{36}): ', run.stdout).group(1)
