@@ -49,7 +49,6 @@ index costs one warning and no errors.
     cfg.BoolOpt(
         'fast_render',
         default=False,
-        mutable=True,
         help="""
 Render ``GET /servers`` and ``GET /servers/detail`` answered by the ``index``
 driver straight from the index rows.
@@ -62,12 +61,14 @@ where most of a large listing's time goes. The bodies are byte-identical to
 Nova's (nova_ext's functional tests compare them for every microversion,
 filter, sort and role). A page that holds build requests, and filters by IP
 address, are rendered by Nova as usual. Needs ``driver = index``.
+
+Read when nova-api starts: restart it (or reload its WSGI server's workers)
+to change it.
 """),
     cfg.IntOpt(
         'render_cache_size',
         default=0,
         min=0,
-        mutable=True,
         help="""
 With ``fast_render``, how many rendered server documents each nova-api
 process keeps, for ``GET /servers/detail``. 0 keeps none.
@@ -78,12 +79,12 @@ with its availability zone, volumes and request spec. It is reused until
 the index writes the row again or any of those change, so a page of
 servers that did not change is not rendered again; each document takes a
 few kilobytes. What Nova adds to a page per request (``host_status``,
-security groups, links) is still computed per request.
+security groups, links) is still computed per request. Read when nova-api
+starts.
 """),
     cfg.BoolOpt(
         'reuse_services',
         default=True,
-        mutable=True,
         help="""
 With ``driver = index``, keep in each nova-api process the nova-compute
 services that pages read from the cells for ``host_status`` (shown to
@@ -102,7 +103,7 @@ that renders them, so the status cannot expire before Nova's view reads
 the clock), and in any case ``service_down_time`` seconds after they were
 read, so a lost notification costs at most that long. Only with Nova's
 ``db`` servicegroup driver; ``false`` reads every page's services from
-their cells.
+their cells. Read when nova-api starts.
 """),
 ]
 

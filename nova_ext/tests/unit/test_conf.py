@@ -37,6 +37,18 @@ class TestOptions(base.TestCase):
                 self.assertTrue(opt.help.strip(), opt.name)
                 self.assertIn(opt.name, self.conf.conf[group.name])
 
+    def test_no_option_is_mutable(self):
+        # oslo.config mutates options only where the process calls
+        # mutate_config_files (an oslo.service SIGHUP). Nothing does so in
+        # nova-api, which reads most of nova_ext's options; an option
+        # marked mutable would promise a change at run time that never
+        # comes. One read by a service that reloads may be marked, with a
+        # test that the reload changes it.
+        mutable = ['%s.%s' % (group.name, opt.name)
+                   for group, group_opts in opts.list_opts()
+                   for opt in group_opts if opt.mutable]
+        self.assertEqual([], mutable)
+
     def test_generator_prints_every_option(self):
         out = io.StringIO()
         conf = self._generator_conf()
