@@ -9,16 +9,20 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Add the nova_ext filter to a Nova api-paste.ini, idempotently.
+"""Add the nova_ext filter to a Nova api-paste.ini, or take it out.
 
 Used by the devstack plugin and by the functional harness, so that both
 attach nova_ext exactly as the documentation tells an operator to::
 
     python -m nova_ext.api.paste_config /etc/nova/api-paste.ini
+    python -m nova_ext.api.paste_config --remove /etc/nova/api-paste.ini
 
-The file is edited line by line so that comments and layout survive.
+Both are idempotent, and the second gives back the file the first was
+given. The file is edited line by line so that comments and layout
+survive.
 """
 
+import argparse
 import re
 import sys
 
@@ -85,17 +89,47 @@ def enable(text):
     return '\n'.join(lines) + '\n'
 
 
+def disable(text):
+    """Take the nova_ext filter out of ``text``: what :func:`enable` added.
+
+    The filter leaves every pipeline, and its section goes (with the blank
+    line before it). Applying it twice changes nothing.
+    """
+    lines = text.splitlines()
+    for name, start, end in list(_sections(lines)):
+        if not any(_COMPOSITE_USE in line for line in lines[start + 1:end]):
+            continue
+        for i in range(start + 1, end):
+            found = _KEY_RE.match(lines[i])
+            if not found or found.group('key') == 'use':
+                continue
+            words = found.group('value').split()
+            if FILTER in words:
+                words.remove(FILTER)
+                lines[i] = '%s = %s' % (found.group('key'), ' '.join(words))
+    for name, start, end in list(_sections(lines)):
+        if name == 'filter:%s' % FILTER:
+            if start and not lines[start - 1].strip():
+                start -= 1
+            del lines[start:end]
+            break
+    return '\n'.join(lines) + '\n'
+
+
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        sys.stderr.write('usage: python -m nova_ext.api.paste_config '
-                         'API_PASTE_INI\n')
-        return 2
-    with open(argv[0]) as f:
+    parser = argparse.ArgumentParser(
+        prog='python -m nova_ext.api.paste_config',
+        description='Add the nova_ext filter to the compute API pipelines '
+                    'of a Nova api-paste.ini, or take it out (--remove).')
+    parser.add_argument('--remove', action='store_true',
+                        help='take the filter out instead')
+    parser.add_argument('path', metavar='API_PASTE_INI')
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    with open(args.path) as f:
         text = f.read()
-    new = enable(text)
+    new = disable(text) if args.remove else enable(text)
     if new != text:
-        with open(argv[0], 'w') as f:
+        with open(args.path, 'w') as f:
             f.write(new)
     return 0
 

@@ -60,4 +60,23 @@ class TestPasteConfig(base.TestCase):
         self.assertEqual(0, paste_config.main([path]))
         with open(path) as f:
             self.assertEqual(paste_config.enable(self.nova_ini), f.read())
-        self.assertEqual(2, paste_config.main([]))
+        self.assertEqual(0, paste_config.main(['--remove', path]))
+        with open(path) as f:
+            self.assertEqual(self.nova_ini, f.read())
+        # Usage errors: argparse's.
+        self.assertRaises(SystemExit, paste_config.main, [])
+
+    def test_remove_gives_back_novas_file(self):
+        enabled = paste_config.enable(self.nova_ini)
+        removed = paste_config.disable(enabled)
+        self.assertEqual(self.nova_ini, removed)
+        self.assertEqual(removed, paste_config.disable(removed))
+        self.assertNotIn('nova_ext', removed)
+
+    def test_remove_keeps_what_the_operator_added(self):
+        enabled = paste_config.enable(self.nova_ini).replace(
+            'keystonecontext nova_ext', 'keystonecontext nova_ext mine')
+        removed = paste_config.disable(enabled + '[filter:mine]\nx = y\n')
+        self.assertIn('keystonecontext mine osapi_compute_app_v21', removed)
+        self.assertTrue(removed.endswith('\n[filter:mine]\nx = y\n'))
+        self.assertNotIn('nova_ext', removed)
