@@ -34,12 +34,20 @@ table|json]`` reports compute object id linkage (``compute_ids.py``).
 
 It reads the same nova.conf as nova-manage (API database and cell
 mappings) and talks to the cell databases directly, never to the Nova API.
-Exit codes: 0 done, 1 work or drift remains, 2 error.
+Every command that prints a result takes ``--format table|json``; the
+result alone goes to stdout, logs to stderr.
+
+Exit codes, as nova-manage's: 0 done, 1 work or drift remains, 2 a usage
+error (and, for ``db online_data_migrations``, a migration that raised, as
+nova-manage's; 127 a bad ``--max-count``), 255 an error (a configuration
+file missing, an index without its schema, a database that cannot be
+read), said in one line on stderr.
 """
 
 import argparse
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_ext.cmd import common
@@ -47,6 +55,9 @@ from nova_ext.cmd import common
 from nova_ext import conf as ext_conf  # noqa: F401
 
 LOG = logging.getLogger(__name__)
+
+#: nova-manage's exit code for an error.
+ERROR = 255
 
 
 def build_parser():
@@ -70,8 +81,7 @@ def build_parser():
                         help='re-read every instance that differs')
     status = commands.add_parser('status', help='health of the index')
     for sub in (verify, status):
-        sub.add_argument('--format', choices=('table', 'json'),
-                         default='table')
+        _add_format(sub)
     commands.add_parser('purge', help='drop expired tombstones')
     db = area.add_parser('db', help='online data migrations')
     commands = db.add_subparsers(dest='command', required=True)
@@ -79,23 +89,42 @@ def build_parser():
                               help='run the enabled migrations in every cell')
     odm.add_argument('--max-count', type=int, dest='max_count',
                      help='one batch of at most this many records per cell')
+    _add_format(odm)
     api_db = area.add_parser('api_db',
                              help="nova_ext's tables in the API database")
     commands = api_db.add_subparsers(dest='command', required=True)
     sync = commands.add_parser('sync', help='create/upgrade the tables')
     sync.add_argument('--revision', default='head')
-    commands.add_parser('version', help='print the tables\' revision')
+    version = commands.add_parser('version', help="print the tables' "
+                                                  "revision")
+    for sub in (sync, version):
+        _add_format(sub)
     ids = area.add_parser('compute-ids', help='compute object id linkage')
     commands = ids.add_subparsers(dest='command', required=True)
     audit = commands.add_parser('audit', help='read-only linkage report')
-    audit.add_argument('--format', choices=('table', 'json'),
-                       default='table')
+    _add_format(audit)
     return parser
+
+
+def _add_format(parser):
+    parser.add_argument('--format', choices=('table', 'json'),
+                        default='table')
+
+
+def _fail(error):
+    print('nova-ext-manage: %s: %s' % (type(error).__name__, error),
+          file=sys.stderr)
+    return ERROR
 
 
 def main(argv=None):
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    conf = common.configure('nova-ext-manage', args, reports=True)
+    try:
+        conf = common.configure('nova-ext-manage', args, reports=True)
+    except cfg.Error as e:
+        # A configuration file missing or unreadable: what is wrong, not
+        # oslo.config's traceback.
+        return _fail(e)
     from nova import context as nova_context
 
     from nova_ext.cmd import compute_ids
@@ -107,6 +136,4 @@ def main(argv=None):
         return areas[args.area](nova_context.get_admin_context(), conf, args)
     except Exception as e:
         LOG.debug('nova-ext-manage failed', exc_info=True)
-        print('nova-ext-manage: %s: %s' % (type(e).__name__, e),
-              file=sys.stderr)
-        return 2
+        return _fail(e)

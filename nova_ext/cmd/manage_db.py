@@ -15,12 +15,14 @@
 Runs the migrations enabled in ``[nova_ext_object_migrations] migrations``
 in every cell, with nova-manage's batching: without ``--max-count``,
 batches of 50 until a batch does nothing; with it, one batch of at most N
-records per cell. Prints found/done per migration and cell.
+records per cell. Prints found/done per migration and cell, as a table or
+(``--format json``) a JSON document.
 
-Exit codes: 0 complete, 1 work remains, 2 a migration raised (the others
-still ran), 127 a bad ``--max-count``.
+Exit codes, nova-manage's: 0 complete, 1 work remains, 2 a migration
+raised (the others still ran), 127 a bad ``--max-count``.
 """
 
+import json
 import sys
 
 from oslo_log import log as logging
@@ -66,14 +68,19 @@ def run(ctx, conf, args, out=None, cells=None):
     from nova import objects
 
     out = out or sys.stdout
+    as_json = getattr(args, 'format', 'table') == 'json'
     max_count = getattr(args, 'max_count', None)
     if max_count is not None and max_count < 1:
-        print('Must supply a positive value for --max-count', file=out)
+        print('Must supply a positive value for --max-count',
+              file=sys.stderr if as_json else out)
         return 127
     migrations = object_migrations.load_migrations(conf)
     if not migrations:
-        print('No migrations enabled in [nova_ext_object_migrations] '
-              'migrations.', file=out)
+        if as_json:
+            _print_json(out, [], [], {}, {}, [])
+        else:
+            print('No migrations enabled in [nova_ext_object_migrations] '
+                  'migrations.', file=out)
         return 0
     cells = cells if cells is not None else objects.CellMappingList.get_all(
         ctx)
@@ -98,11 +105,14 @@ def run(ctx, conf, args, out=None, cells=None):
                 except Exception as e:
                     LOG.exception('Error counting what %s has left', name)
                     errors.append((cell.identity, name, e))
-    _print_table(out, migrations, cells, totals, left)
-    if errors:
+    if as_json:
+        _print_json(out, migrations, cells, totals, left, errors)
+    else:
+        _print_table(out, migrations, cells, totals, left)
         for cell, name, e in errors:
             print('%s in %s failed: %s: %s' % (name, cell, type(e).__name__,
                                                e), file=out)
+    if errors:
         return 2
     counted = [n for n in left.values() if n is not None]
     if len(counted) == len(left):
@@ -124,6 +134,22 @@ def _print_table(out, migrations, cells, totals, left):
     print(table, file=out)
 
 
+def _print_json(out, migrations, cells, totals, left, errors):
+    """The table's rows, and the errors, as one JSON document."""
+    rows = []
+    for name, _ in migrations:
+        for cell in cells:
+            found, done = totals.get((name, cell.identity), (0, 0))
+            rows.append({'migration': name, 'cell': cell.identity,
+                         'found': found, 'done': done,
+                         'remaining': left.get((name, cell.identity))})
+    json.dump({'migrations': rows, 'errors': [
+        {'migration': name, 'cell': cell,
+         'error': '%s: %s' % (type(e).__name__, e)}
+        for cell, name, e in errors]}, out, indent=2, sort_keys=True)
+    out.write('\n')
+
+
 def run_api_db(ctx, conf, args, out=None):
     """``api_db sync [--revision R]`` and ``api_db version``."""
     from nova_ext.cell0_rebuild import migration
@@ -131,5 +157,10 @@ def run_api_db(ctx, conf, args, out=None):
     out = out or sys.stdout
     if args.command == 'sync':
         migration.db_sync(args.revision)
-    print('%s (head %s)' % (migration.current(), migration.head()), file=out)
+    current, head = migration.current(), migration.head()
+    if getattr(args, 'format', 'table') == 'json':
+        json.dump({'revision': current, 'head': head}, out, sort_keys=True)
+        out.write('\n')
+    else:
+        print('%s (head %s)' % (current, head), file=out)
     return 0

@@ -23,6 +23,7 @@ import time
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
+from nova_ext.cmd import manage
 from nova_ext.index import db
 from nova_ext.index import migration
 from nova_ext.index import status
@@ -37,7 +38,7 @@ def run(ctx, conf, args, out=None):
         if missing is not None:
             print('nova-ext-manage: %s: run "nova-ext-manage index '
                   'db_sync"' % missing, file=sys.stderr)
-            return 2
+            return manage.ERROR
     return COMMANDS[args.command](ctx, conf, args, out)
 
 

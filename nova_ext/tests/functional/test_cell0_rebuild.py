@@ -19,6 +19,7 @@ Casts are real casts (the conductor builds asynchronously, as deployed).
 
 import argparse
 import io
+import json
 
 from nova.compute import api as compute_api
 from nova import context as nova_context
@@ -486,6 +487,12 @@ class TestOperations(Cell0RebuildBase):
         self.assertEqual(0, manage_db.run_api_db(self.ctxt, ext_conf.CONF,
                                                  args, out=out))
         self.assertEqual(migration.head(), migration.current())
+        out = io.StringIO()
+        args = argparse.Namespace(command='version', format='json')
+        manage_db.run_api_db(self.ctxt, ext_conf.CONF, args, out=out)
+        self.assertEqual({'revision': migration.head(),
+                          'head': migration.head()},
+                         json.loads(out.getvalue()))
         self.assertEqual(upgradecheck.Code.WARNING, self._check().code)
         self.flags(migrations=['build-capture-purge'],
                    group='nova_ext_object_migrations')

@@ -72,12 +72,32 @@ class TestManageCommand(oslotest_base.BaseTestCase):
 
     def test_read_only_command_on_a_missing_index(self):
         done = self.manage('index', 'status', '--format', 'json')
-        self.assertEqual(2, done.returncode, done.stderr)
+        self.assertEqual(255, done.returncode, done.stderr)
         self.assertEqual('', done.stdout)
         self.assertIn('does not exist: run "nova-ext-manage index db_sync"',
                       done.stderr)
         self.assertNotIn('Traceback', done.stderr)
         self.assertEqual(['nova.conf'], os.listdir(self.dir))
+
+    def test_a_missing_configuration_file_is_one_line(self):
+        done = subprocess.run(
+            [MANAGE, '--config-file', os.path.join(self.dir, 'nope.conf'),
+             'index', 'status'], capture_output=True, text=True,
+            timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(255, done.returncode, done.stderr)
+        self.assertEqual('', done.stdout)
+        self.assertNotIn('Traceback', done.stderr)
+        # Eventlet's own deprecation warning may come first.
+        self.assertEqual(
+            ['nova-ext-manage: ConfigFilesNotFoundError: Failed to find '
+             'some config files: %s' % os.path.join(self.dir, 'nope.conf')],
+            [line for line in done.stderr.splitlines()
+             if line.startswith('nova-ext-manage')], done.stderr)
+
+    def test_a_usage_error_is_argparse_s(self):
+        done = self.manage('index', 'bogus')
+        self.assertEqual(2, done.returncode, done.stderr)
+        self.assertIn('usage: nova-ext-manage', done.stderr)
 
     def test_db_sync_prints_only_its_result(self):
         done = self.manage('index', 'db_sync')

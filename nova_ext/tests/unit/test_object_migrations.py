@@ -19,6 +19,7 @@ be seeded.
 import argparse
 import contextlib
 import io
+import json
 from unittest import mock
 
 import sqlalchemy as sa
@@ -281,10 +282,12 @@ class TestRunner(base.TestCase):
         self.assertEqual(([5], [2], []), (a.calls, b.calls, c.calls))
         self.assertEqual([], errors)
 
-    def run_cmd(self, migrations, max_count=None):
+    def run_cmd(self, migrations, max_count=None, fmt=None):
         argv = ['db', 'online_data_migrations']
         if max_count:
             argv += ['--max-count', str(max_count)]
+        if fmt:
+            argv += ['--format', fmt]
         args = manage.build_parser().parse_args(argv)
         cell = mock.Mock(identity='cell1')
         out = io.StringIO()
@@ -311,6 +314,25 @@ class TestRunner(base.TestCase):
         self.assertEqual((0, 'No migrations enabled in '
                           '[nova_ext_object_migrations] migrations.\n'),
                          self.run_cmd([]))
+
+    def test_json(self):
+        code, out = self.run_cmd([('a', _Fake([], fail=True)),
+                                  ('b', _Fake([(3, 1), (0, 0)], left=2))],
+                                 fmt='json')
+        self.assertEqual(2, code)
+        self.assertEqual(
+            {'migrations': [
+                {'migration': 'a', 'cell': 'cell1', 'found': 0, 'done': 0,
+                 'remaining': 0},
+                {'migration': 'b', 'cell': 'cell1', 'found': 3, 'done': 1,
+                 'remaining': 2}],
+             # One per batch it raised in: the first did work (b's), so
+             # a second ran.
+             'errors': [{'migration': 'a', 'cell': 'cell1',
+                         'error': 'RuntimeError: boom'}] * 2},
+            json.loads(out))
+        self.assertEqual({'migrations': [], 'errors': []},
+                         json.loads(self.run_cmd([], fmt='json')[1]))
 
     def test_bad_max_count(self):
         args = argparse.Namespace(max_count=0)
