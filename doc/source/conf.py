@@ -31,6 +31,7 @@ extensions = [
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
     'sphinx.ext.autodoc',
+    'sphinxarg.ext',
 ]
 
 # oslo_config.sphinxconfiggen: generate _static/nova_ext.conf.sample from

@@ -116,7 +116,7 @@ def disable(text):
     return '\n'.join(lines) + '\n'
 
 
-def main(argv=None):
+def _parser():
     parser = argparse.ArgumentParser(
         prog='python -m nova_ext.api.paste_config',
         description='Add the nova_ext filter to the compute API pipelines '
@@ -124,7 +124,11 @@ def main(argv=None):
     parser.add_argument('--remove', action='store_true',
                         help='take the filter out instead')
     parser.add_argument('path', metavar='API_PASTE_INI')
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     with open(args.path) as f:
         text = f.read()
     new = disable(text) if args.remove else enable(text)
