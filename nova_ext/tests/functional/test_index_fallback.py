@@ -147,6 +147,25 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
         index_migration.db_sync(ext_conf.CONF)
         self.assertSameAnswer(self.admin_api, uri, served=True)
 
+    def test_schema_ahead(self):
+        # A later nova_ext's db_sync ran while this host still runs the
+        # earlier one (a rolling upgrade): Nova answers, and the error says
+        # to upgrade this host, not to run db_sync.
+        with self.index.engine.begin() as conn:
+            conn.execute(sa.text('UPDATE alembic_version SET version_num = '
+                                 "'9999_later'"))
+        self.selector.driver._schema_checked = False
+        uri = 'servers/detail?all_tenants=1'
+        self.assertSameAnswer(self.admin_api, uri, served=False)
+        self.assertIn('upgrade nova_ext on this host',
+                      self.stats()['last_reason'])
+        log = self.stdlog.logger.output
+        self.assertIn(
+            'ERROR [nova_ext.instance_list.index] nova_ext: the index schema '
+            'is at revision 9999_later, which this nova_ext (at %s) does not '
+            'know' % index_migration.head(), log)
+        self.assertNotIn('Traceback', log)
+
     def test_a_request_s_own_failure_leaves_the_index_on(self):
         # An invalid regular expression fails Nova's query (a 500) and the
         # index's alike: Nova answers it, and nobody else's list loses the
