@@ -24,13 +24,15 @@ if is_service_enabled nova-ext; then
 
     elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
         # Nova's config files are written and Nova is not started yet.
+        # configure_nova_ext first waits for stack.sh's background job that
+        # edits them too (configure_neutron_nova).
         echo_summary "Attaching nova_ext to Nova"
         configure_nova_ext
         # init_nova has made Nova's API database: add nova_ext's tables to
         # it (rebuild from cell0) before nova-api starts. Idempotent.
+        # nova-ext-manage is in $NOVA_BIN_DIR, with Nova's commands.
         if is_service_enabled n-api; then
-            NOVA_EXT_MANAGE="$(dirname "$(nova_ext_python)")/nova-ext-manage"
-            "$NOVA_EXT_MANAGE" --config-file "$NOVA_CONF" api_db sync || \
+            _nova_ext_manage --config-file "$NOVA_CONF" api_db sync || \
                 die $LINENO "nova_ext: could not create nova_ext's tables in Nova's API database"
         fi
         if [[ "$NOVA_EXT_CELL0_REBUILD" == "True" ]]; then
@@ -48,6 +50,9 @@ if is_service_enabled nova-ext; then
         # Nova is running.
         reconcile_nova_ext
         init_nova_ext_index
+        # nova-ext-indexer (n-ext-idx) and nova-ext-status-watcher
+        # (n-ext-watch), when enabled (devstack/settings).
+        start_nova_ext_services
         if [[ "$NOVA_EXT_VERIFY" == "True" ]]; then
             echo_summary "Verifying that nova_ext is attached to Nova"
             verify_nova_ext
@@ -55,8 +60,9 @@ if is_service_enabled nova-ext; then
     fi
 
     if [[ "$1" == "unstack" ]]; then
-        # nova_ext runs inside Nova's processes, which unstack.sh stops.
-        :
+        # Everything else of nova_ext runs inside Nova's processes, which
+        # unstack.sh stops.
+        stop_nova_ext_services
     fi
 
     if [[ "$1" == "clean" ]]; then
