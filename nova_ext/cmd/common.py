@@ -11,12 +11,29 @@
 # under the License.
 """What nova_ext's commands that read nova.conf share."""
 
-import signal
-import threading
+import argparse
 
 from oslo_log import log as logging
+import pbr.version
 
 LOG = logging.getLogger(__name__)
+
+
+def version():
+    """nova_ext's full version (a development install names its commit)."""
+    return pbr.version.VersionInfo('nova_ext').release_string()
+
+
+def exit_on_version(prog, args):
+    """Print nova_ext's version and exit 0 if ``--version`` is asked for.
+
+    Nova's parse_args gives oslo.config Nova's own version for --version,
+    so it is answered here, before Nova's parser sees it.
+    """
+    parser = argparse.ArgumentParser(prog=prog, add_help=False,
+                                     allow_abbrev=False)
+    parser.add_argument('--version', action='version', version=version())
+    parser.parse_known_args(args)
 
 
 def add_config_arguments(parser):
@@ -50,19 +67,3 @@ def configure(prog, args, reports=False):
     logging.setup(config.CONF, prog)
     objects.register_all()
     return config.CONF
-
-
-def serve(prog, service):
-    """Run ``service`` (``start()``/``stop()``) until SIGTERM or SIGINT."""
-    stopping = threading.Event()
-
-    def _stop(signum, frame):
-        stopping.set()
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    service.start()
-    while not stopping.wait(1):
-        pass
-    LOG.info('%s stopping', prog)
-    service.stop()
-    return 0

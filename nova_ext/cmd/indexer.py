@@ -20,14 +20,31 @@ them elsewhere. With the worker it also reconciles the index with the cells
 every ``[nova_ext_index]reconcile_interval`` seconds, one indexer of the
 cloud at a time; ``--no-reconcile`` leaves that to the others (or to
 ``nova-ext-manage index verify --fix``).
+
+It runs as Nova's services do, under oslo.service
+(:mod:`nova_ext.service.launcher`): SIGHUP reloads the mutable options and
+restarts the worker process, SIGTERM stops it (exit 0). ``--version``
+prints nova_ext's version.
 """
 
-import argparse
+import functools
 import sys
+
+from oslo_config import cfg
 
 from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
+from nova_ext import service
+
+PROG = 'nova-ext-indexer'
+
+CLI_OPTS = [
+    cfg.BoolOpt('no-worker', default=False,
+                help='Record changes, do not apply them (nor reconcile).'),
+    cfg.BoolOpt('no-reconcile', default=False,
+                help='Never run the periodic reconcile pass.'),
+]
 
 
 def schema_problem(conf):
@@ -45,28 +62,39 @@ def schema_problem(conf):
     return None
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog='nova-ext-indexer',
-                                     description=__doc__.split('\n')[0])
-    common.add_config_arguments(parser)
-    parser.add_argument('--no-worker', action='store_true',
-                        help='record changes, do not apply them')
-    parser.add_argument('--no-reconcile', action='store_true',
-                        help='never run the periodic reconcile pass')
-    return parser.parse_args(argv)
-
-
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    common.exit_on_version(PROG, argv)
+    # Before Nova is imported (by configure).
+    service.use_native_threads()
+    from nova_ext.service import launcher
+
     # Nova's configuration path (control exchange "nova", the databases);
     # the listener builds its own transport.
-    conf = common.configure('nova-ext-indexer', args)
+    conf = launcher.configure(PROG, argv, CLI_OPTS)
     problem = schema_problem(conf)
     if problem:
-        print('nova-ext-indexer: %s' % problem, file=sys.stderr)
+        print('%s: %s' % (PROG, problem), file=sys.stderr)
         return 2
-    from nova_ext.index import listener
+    from nova_ext.index import db
 
-    indexer = listener.Indexer(conf, run_worker=not args.no_worker,
-                               run_reconcile=not args.no_reconcile)
-    return common.serve('nova-ext-indexer', indexer)
+    # The worker process opens connections of its own, not copies of the
+    # master's.
+    db.reset()
+    return launcher.serve(PROG, conf, functools.partial(_build, conf))
+
+
+def _build(conf):
+    """The indexer, with its endpoint: built in the worker process."""
+    from nova import context as nova_context
+
+    from nova_ext.index import exporter
+    from nova_ext.index import listener
+    from nova_ext.service import endpoint
+
+    indexer = listener.Indexer(conf, run_worker=not conf.no_worker,
+                               run_reconcile=not conf.no_reconcile)
+    return endpoint.serving(
+        conf, indexer, conf.nova_ext_metrics.indexer_port,
+        exporter.IndexerCollector(conf, nova_context.get_admin_context,
+                                  indexer))

@@ -19,38 +19,74 @@ providers in placement: the first sweep reconciles, later ones mark
 computes that stopped reporting in and unmark those that came back. Run
 one or more per cloud; ``--once`` runs a single sweep and prints its
 counts.
+
+It runs as Nova's services do, under oslo.service
+(:mod:`nova_ext.service.launcher`): SIGHUP reloads the mutable options and
+restarts the worker process, SIGTERM stops it (exit 0). ``--version``
+prints nova_ext's version.
 """
 
-import argparse
+import json
 import sys
+
+from oslo_config import cfg
 
 from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
+from nova_ext import exception
+from nova_ext import service
 
+PROG = 'nova-ext-status-watcher'
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog='nova-ext-status-watcher',
-                                     description=__doc__.split('\n')[0])
-    common.add_config_arguments(parser)
-    parser.add_argument('--once', action='store_true',
-                        help='run one sweep, print its counts and exit')
-    return parser.parse_args(argv)
+CLI_OPTS = [
+    cfg.BoolOpt('once', default=False,
+                help='Run one sweep, print its counts and exit.'),
+    cfg.StrOpt('format', default='text', choices=('text', 'json'),
+               help='With --once: the counts as "name=count" words, or as '
+                    'one JSON object.'),
+]
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    conf = common.configure('nova-ext-status-watcher', args)
+    argv = sys.argv[1:] if argv is None else argv
+    common.exit_on_version(PROG, argv)
+    # Before Nova is imported (by configure).
+    service.use_native_threads()
+    from nova_ext.service import launcher
+
+    conf = launcher.configure(PROG, argv, CLI_OPTS)
     from nova_ext.compute_status import watcher as watcher_mod
 
     if not conf.nova_ext_compute_status.trait_callbacks:
-        print('nova-ext-status-watcher: no trait callbacks are enabled; set '
-              '[nova_ext_compute_status]trait_callbacks', file=sys.stderr)
+        print('%s: no trait callbacks are enabled; set '
+              '[nova_ext_compute_status]trait_callbacks' % PROG,
+              file=sys.stderr)
         return 2
-    # An unknown or broken callback stops here, naming it.
-    watcher = watcher_mod.Watcher.from_conf(conf)
-    if args.once:
-        stats = watcher.sweep()
-        print(' '.join('%s=%d' % kv for kv in sorted(stats.items())))
+    try:
+        # An unknown or broken callback stops here, naming it, rather than
+        # in a worker process that would be forked again and again.
+        watcher = watcher_mod.Watcher.from_conf(conf)
+    except exception.NovaExtError as e:
+        print('%s: %s' % (PROG, e), file=sys.stderr)
+        return 2
+    if conf.once:
+        stats = dict(watcher.sweep())
+        if conf.format == 'json':
+            print(json.dumps(stats, sort_keys=True))
+        else:
+            print(' '.join('%s=%d' % kv for kv in sorted(stats.items())))
         return 0
-    return common.serve('nova-ext-status-watcher', watcher)
+    # Each worker builds its own: its heartbeat window starts with it.
+    return launcher.serve(PROG, conf, lambda: _build(conf))
+
+
+def _build(conf):
+    """The watcher, with its endpoint: built in the worker process."""
+    from nova_ext.compute_status import exporter
+    from nova_ext.compute_status import watcher as watcher_mod
+    from nova_ext.service import endpoint
+
+    watcher = watcher_mod.Watcher.from_conf(conf)
+    return endpoint.serving(conf, watcher, conf.nova_ext_metrics.watcher_port,
+                            exporter.WatcherCollector(watcher))

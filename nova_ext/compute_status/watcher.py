@@ -26,15 +26,19 @@ heartbeat counter stand still for a full ``service_down_time``, so none
 undoes another's correct write.
 """
 
-import threading
+import time
 
 from nova import servicegroup
 from oslo_log import log as logging
 
 from nova_ext.compute_status import engine as engine_mod
 from nova_ext.compute_status import heartbeat
+from nova_ext.service import periodic
 
 LOG = logging.getLogger(__name__)
+
+#: What a sweep counts (``TraitEngine.reconcile``), each 0 unless counted.
+COUNTS = ('services', 'providers', 'written', 'missing', 'orphans')
 
 
 class Watcher(object):
@@ -51,9 +55,12 @@ class Watcher(object):
         self.interval = interval
         self.tracker = heartbeat.HeartbeatTracker(
             servicegroup_api or servicegroup.API(), down_time, clock=clock)
-        self._stop = threading.Event()
-        self._thread = None
-        self.sweeps = 0
+        self._periodic = None
+        self.sweeps = self.failures = 0
+        #: When the watcher started, and when its last sweep ended well
+        #: (wall clock), and that sweep's counts.
+        self.started_at = self.last_sweep_at = None
+        self.last_stats = {}
 
     @classmethod
     def from_conf(cls, conf, **kwargs):
@@ -62,32 +69,52 @@ class Watcher(object):
                    conf.nova_ext_compute_status.watch_interval, **kwargs)
 
     def sweep(self, ctxt=None):
-        """One pass over every compute service; returns its counts."""
-        stats = self.engine.reconcile(self.tracker, ctxt)
+        """One pass over every compute service; returns its counts.
+
+        A dict with every name of :data:`COUNTS`, and any other the
+        engine counted.
+        """
+        stats = dict(dict.fromkeys(COUNTS, 0),
+                     **self.engine.reconcile(self.tracker, ctxt))
         self.sweeps += 1
         LOG.debug('nova_ext compute status sweep %d: %s', self.sweeps,
                   dict(stats))
         return stats
 
-    def _run(self):
-        while not self._stop.is_set():
-            try:
-                self.sweep()
-            except Exception:
-                # A database or placement outage must not end the watcher;
-                # the next sweep starts again from the services table.
-                LOG.exception('nova_ext compute status sweep failed')
-            self._stop.wait(self.interval)
+    def _sweep_safely(self):
+        try:
+            self.last_stats = dict(self.sweep())
+            self.last_sweep_at = time.time()
+        except Exception:
+            # A database or placement outage must not end the watcher;
+            # the next sweep starts again from the services table.
+            self.failures += 1
+            LOG.exception('nova_ext compute status sweep failed')
+
+    def health(self):
+        """``(healthy, details)``: a sweep ended well within 3 intervals.
+
+        Or, before the first, the watcher started less than that ago.
+        """
+        now = time.time()
+        bound = 3 * self.interval
+        since = self.last_sweep_at or self.started_at
+        details = {'sweeps': self.sweeps, 'failures': self.failures,
+                   'last_sweep_age': (None if self.last_sweep_at is None
+                                      else now - self.last_sweep_at)}
+        return since is not None and now - since <= bound, details
 
     def start(self):
+        """Sweep now, then ``interval`` seconds after each sweep ends."""
         LOG.info('nova_ext compute status watcher started; trait callbacks: '
                  '%s; every %d s', [n for n, _ in self.engine.callbacks],
                  self.interval)
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name='nova-ext-status-watcher')
-        self._thread.start()
+        self.started_at = time.time()
+        self._periodic = periodic.Periodic(
+            self._sweep_safely, self.interval, 'nova-ext-status-watcher')
+        self._periodic.start()
 
     def stop(self):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        """Stop; a sweep under way finishes first."""
+        if self._periodic is not None:
+            self._periodic.stop()

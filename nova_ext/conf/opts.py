@@ -21,6 +21,7 @@ from nova_ext.conf import cell0_rebuild
 from nova_ext.conf import compute_status
 from nova_ext.conf import index
 from nova_ext.conf import instance_list
+from nova_ext.conf import metrics
 from nova_ext.conf import notifications
 from nova_ext.conf import object_migrations
 from nova_ext.conf import scheduler
@@ -33,6 +34,7 @@ MODULES = (
     compute_status,
     index,
     instance_list,
+    metrics,
     notifications,
     object_migrations,
     scheduler,

@@ -27,6 +27,7 @@ import time
 
 from oslo_log import log as logging
 import oslo_messaging
+import tenacity
 
 from nova_ext.index import db
 from nova_ext.index import events
@@ -39,10 +40,25 @@ LOG = logging.getLogger(__name__)
 
 POOL = 'nova-ext-indexer'
 
-#: Seconds a failed batch is held before it is requeued, doubling up to
-#: the max: a requeued message comes straight back, and would otherwise
-#: spin on an unwritable index.
+#: Seconds a failed batch is held before it is requeued, doubling with each
+#: failure in a row up to the max: a requeued message comes straight back,
+#: and would otherwise spin on an unwritable index.
 BACKOFF, MAX_BACKOFF = 0.1, 2.0
+
+
+def _pauses():
+    """The pause after the n-th failure in a row, as ``pause(n)``.
+
+    tenacity's exponential wait, without its retry loop: the broker
+    redelivers a requeued batch, so each retry is a new call.
+    """
+    wait = tenacity.wait_exponential(multiplier=BACKOFF, max=MAX_BACKOFF)
+    state = tenacity.RetryCallState(None, None, (), {})
+
+    def pause(failures):
+        state.attempt_number = failures
+        return wait(state)
+    return pause
 
 
 class Endpoint(object):
@@ -63,8 +79,9 @@ class Endpoint(object):
         self.services = 0
         self.requeued = 0
         self._lock = threading.Lock()
-        self._failing = False
-        self._backoff = BACKOFF
+        #: Failures in a row.
+        self._failures = 0
+        self._pause = _pauses()
 
     def _handle(self, messages):
         changes = [change for change in (
@@ -85,25 +102,29 @@ class Endpoint(object):
         except Exception as e:
             with self._lock:
                 self.requeued += len(messages)
-                if not self._failing:
+                if not self._failures:
                     LOG.warning('nova-ext-indexer cannot record changes in '
                                 'the index (%s: %s); notifications are '
                                 'requeued until it can', type(e).__name__, e)
-                self._failing = True
-                pause = self._backoff
-                self._backoff = min(self._backoff * 2, MAX_BACKOFF)
+                self._failures += 1
+                pause = self._pause(self._failures)
             time.sleep(pause)
             return oslo_messaging.NotificationResult.REQUEUE
         with self._lock:
-            if self._failing:
+            if self._failures:
                 LOG.info('nova-ext-indexer records changes again')
-            self._failing = False
-            self._backoff = BACKOFF
+            self._failures = 0
             self.marked += len(changes)
             self.services += len(hosts)
         if self.wake is not None and changes:
             self.wake()
         return oslo_messaging.NotificationResult.HANDLED
+
+    @property
+    def failures(self):
+        """Batches in a row that could not be recorded (0: recording)."""
+        with self._lock:
+            return self._failures
 
     def info(self, messages):
         return self._handle(messages)

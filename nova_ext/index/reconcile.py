@@ -41,6 +41,7 @@ from nova_ext.index import db
 from nova_ext.index import sqlite
 from nova_ext.index import sync
 from nova_ext.index import verify
+from nova_ext.service import periodic
 
 LOG = logging.getLogger(__name__)
 
@@ -234,6 +235,12 @@ class Reconciler(object):
         return True
 
     def _run(self):
+        # A loop of its own rather than a periodic: when to look again
+        # comes from the lease row (the next pass due, another holder's
+        # lease expiring), not from a fixed spacing, and oslo.service's
+        # DynamicLoopingCall would run on eventlet in a process that
+        # imported Nova without choosing a backend (nova_ext.service.
+        # periodic says why).
         while not self._stop.is_set():
             try:
                 self.run_once()
@@ -265,17 +272,16 @@ class Reconciler(object):
             return None
         self._lost.clear()
         done = Pass(self.holder, started)
-        beating = threading.Event()
-        heart = threading.Thread(target=self._heartbeat, args=(beating,),
-                                 name=self._name + '-lease', daemon=True)
+        heart = periodic.Periodic(self._renew, self.ttl / 3.0,
+                                  self._name + '-lease',
+                                  run_immediately=False)
         heart.start()
         complete = False
         try:
             self._reconcile(ctx or nova_context.get_admin_context(), done)
             complete = not done.interrupted
         finally:
-            beating.set()
-            heart.join()
+            heart.stop()
             done.finished_at = self.clock()
             # An unfinished pass leaves the next one due at once, so that
             # another indexer takes over now rather than an interval later.
@@ -313,17 +319,17 @@ class Reconciler(object):
             LOG.exception('nova_ext index reconcile could not purge '
                           'tombstones; the next pass tries again')
 
-    def _heartbeat(self, beating):
-        while not beating.wait(self.ttl / 3.0):
-            try:
-                if not renew(self.engine, self.holder, self.clock(),
-                             self.ttl):
-                    LOG.warning('nova_ext index reconcile: the lease of %s '
-                                'expired and was taken over; stopping '
-                                'after this cell', self.holder)
-                    self._lost.set()
-                    return
-            except Exception as e:
-                # The lease lasts a while yet; the next beat may get through.
-                LOG.warning('nova_ext index reconcile could not renew its '
-                            'lease: %s', e)
+    def _renew(self):
+        try:
+            held = renew(self.engine, self.holder, self.clock(), self.ttl)
+        except Exception as e:
+            # The lease lasts a while yet; the next beat may get through.
+            LOG.warning('nova_ext index reconcile could not renew its '
+                        'lease: %s', e)
+            return
+        if not held:
+            LOG.warning('nova_ext index reconcile: the lease of %s expired '
+                        'and was taken over; stopping after this cell',
+                        self.holder)
+            self._lost.set()
+            raise periodic.NeverAgain()

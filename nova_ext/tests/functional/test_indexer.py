@@ -43,6 +43,24 @@ def _payload(uuid_):
             'nova_object.data': {'uuid': uuid_, 'state': 'active'}}
 
 
+def nova_notifier(test, url):
+    """A notifier that publishes as Nova does: exchange "nova", messagingv2.
+
+    Its transport is cleaned up with ``test``.
+    """
+    conf = cfg.ConfigOpts()
+    conf([])
+    # The first transport registers the options; the exchange must be set
+    # before the one that sends is made.
+    oslo_messaging.get_notification_transport(conf, url=url).cleanup()
+    conf.set_override('control_exchange', 'nova')
+    transport = oslo_messaging.get_notification_transport(conf, url=url)
+    test.addCleanup(transport.cleanup)
+    return oslo_messaging.Notifier(
+        transport, publisher_id='nova-compute:test',
+        driver='messagingv2', topics=['versioned_notifications'])
+
+
 class TestIndexer(base.BaseTestCase):
 
     @classmethod
@@ -82,20 +100,7 @@ class TestIndexer(base.BaseTestCase):
                        + list(args), check=True, capture_output=True)
 
     def _notifier(self):
-        # A publisher configured as Nova's: exchange "nova", messagingv2.
-        conf = cfg.ConfigOpts()
-        conf([])
-        # The first transport registers the options; the exchange must be
-        # set before the one that sends is made.
-        oslo_messaging.get_notification_transport(
-            conf, url=self.url).cleanup()
-        conf.set_override('control_exchange', 'nova')
-        transport = oslo_messaging.get_notification_transport(
-            conf, url=self.url)
-        self.addCleanup(transport.cleanup)
-        return oslo_messaging.Notifier(
-            transport, publisher_id='nova-compute:test',
-            driver='messagingv2', topics=['versioned_notifications'])
+        return nova_notifier(self, self.url)
 
     def _start_indexer(self):
         log = os.path.join(self.dir, 'indexer-%s.log' % uuid.uuid4().hex[:6])
