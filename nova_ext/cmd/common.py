@@ -12,6 +12,7 @@
 """What nova_ext's commands that read nova.conf share."""
 
 import argparse
+import sys
 
 from oslo_log import log as logging
 import pbr.version
@@ -67,3 +68,10 @@ def configure(prog, args, reports=False):
     logging.setup(config.CONF, prog)
     objects.register_all()
     return config.CONF
+
+
+def config_error(prog, error, code=2):
+    """Say in one line that nova.conf cannot be read; the exit code."""
+    print('%s: %s: %s' % (prog, type(error).__name__, error),
+          file=sys.stderr)
+    return code

@@ -71,7 +71,12 @@ def main(argv=None):
 
     # Nova's configuration path (control exchange "nova", the databases);
     # the listener builds its own transport.
-    conf = launcher.configure(PROG, argv, CLI_OPTS)
+    try:
+        conf = launcher.configure(PROG, argv, CLI_OPTS)
+    except cfg.Error as e:
+        # A configuration file missing or unreadable: one line, not
+        # oslo.config's traceback.
+        return common.config_error(PROG, e)
     problem = schema_problem(conf)
     if problem:
         print('%s: %s' % (PROG, problem), file=sys.stderr)

@@ -23,10 +23,12 @@ stdout, is oslo.upgradecheck's answer to a check that raised.)
 import argparse
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 import pbr.version
 
+from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
 from nova_ext.index import status as index_status
@@ -181,7 +183,10 @@ def main(argv=None):
     upgradecheck.register_cli_options(config.CONF, checks)
     # Nova's configuration path, as nova-status: the API database and cell
     # mappings are read, nothing is sent on the message bus.
-    config.parse_args(argv, init_rpc=False)
+    try:
+        config.parse_args(argv, init_rpc=False)
+    except cfg.Error as e:
+        return common.config_error('nova-ext-status', e, code=255)
     # The results are the command's output on stdout (a table, or JSON for
     # a machine to parse): logs go to stderr.
     config.CONF.set_default('use_stderr', True)

@@ -55,7 +55,12 @@ def main(argv=None):
     service.use_native_threads()
     from nova_ext.service import launcher
 
-    conf = launcher.configure(PROG, argv, CLI_OPTS)
+    try:
+        conf = launcher.configure(PROG, argv, CLI_OPTS)
+    except cfg.Error as e:
+        # A configuration file missing or unreadable: one line, not
+        # oslo.config's traceback.
+        return common.config_error(PROG, e)
     from nova_ext.compute_status import watcher as watcher_mod
 
     if not conf.nova_ext_compute_status.trait_callbacks:

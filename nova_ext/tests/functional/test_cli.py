@@ -99,6 +99,19 @@ class TestManageCommand(oslotest_base.BaseTestCase):
         self.assertEqual(2, done.returncode, done.stderr)
         self.assertIn('usage: nova-ext-manage', done.stderr)
 
+    def test_api_db_results_as_json_on_stdout_alone(self):
+        with open(self.conf, 'a') as f:
+            f.write('[api_database]\nconnection = sqlite:///%s\n'
+                    % os.path.join(self.dir, 'api.sqlite'))
+        subprocess.run([os.path.join(BIN, 'nova-manage'), '--config-file',
+                        self.conf, 'api_db', 'sync'], check=True,
+                       capture_output=True, timeout=120)
+        for command in ('sync', 'version'):
+            done = self.manage('api_db', command, '--format', 'json')
+            self.assertEqual(0, done.returncode, done.stderr)
+            got = json.loads(done.stdout)
+            self.assertEqual(got['head'], got['revision'])
+
     def test_db_sync_prints_only_its_result(self):
         done = self.manage('index', 'db_sync')
         self.assertEqual(0, done.returncode, done.stderr)

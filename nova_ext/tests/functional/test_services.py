@@ -428,6 +428,19 @@ class TestCommandLine(base.BaseTestCase):
             self.assertEqual(0, done.returncode, done.stderr)
             self.assertEqual(common.version(), done.stdout.strip())
 
+    def test_a_missing_configuration_file_is_one_line(self):
+        for prog, code in (('nova-ext-indexer', 2),
+                           ('nova-ext-status-watcher', 2),
+                           ('nova-ext-status', 255)):
+            done = self._run(prog, '--config-file', '/nonexistent/nova.conf',
+                             *(['upgrade', 'check'] if prog ==
+                               'nova-ext-status' else []))
+            self.assertEqual(code, done.returncode, done.stderr)
+            self.assertNotIn('Traceback', done.stderr)
+            self.assertIn('%s: ConfigFilesNotFoundError: Failed to find '
+                          'some config files: /nonexistent/nova.conf'
+                          % prog, done.stderr)
+
     def test_help_lists_oslo_and_own_options(self):
         done = self._run('nova-ext-indexer', '--help')
         self.assertEqual(0, done.returncode, done.stderr)
