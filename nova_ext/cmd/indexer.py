@@ -32,7 +32,6 @@ import sys
 
 from oslo_config import cfg
 
-from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
 from nova_ext import service
@@ -64,24 +63,15 @@ def schema_problem(conf):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    common.exit_on_version(PROG, argv)
-    # Before Nova is imported (by configure).
-    service.use_native_threads()
-    from nova_ext.service import launcher
-
     # Nova's configuration path (control exchange "nova", the databases);
     # the listener builds its own transport.
-    try:
-        conf = launcher.configure(PROG, argv, CLI_OPTS)
-    except cfg.Error as e:
-        # A configuration file missing or unreadable: one line, not
-        # oslo.config's traceback.
-        return common.config_error(PROG, e)
+    conf = service.configure(PROG, argv, CLI_OPTS)
     problem = schema_problem(conf)
     if problem:
         print('%s: %s' % (PROG, problem), file=sys.stderr)
         return 2
     from nova_ext.index import db
+    from nova_ext.service import launcher
 
     # The worker process opens connections of its own, not copies of the
     # master's.

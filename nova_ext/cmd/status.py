@@ -20,13 +20,11 @@ stdout, is oslo.upgradecheck's answer to a check that raised.)
 ``nova-ext-status --version`` prints nova_ext's version.
 """
 
-import argparse
 import sys
 
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
-import pbr.version
 
 from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
@@ -156,29 +154,12 @@ class Checks(upgradecheck.UpgradeCommands):
     )
 
 
-def version():
-    # The full version (a development install says which commit it is at).
-    return pbr.version.VersionInfo('nova_ext').release_string()
-
-
-def _exit_on_version(args):
-    """Print nova_ext's version and exit 0 if ``--version`` is asked for.
-
-    Nova's parse_args gives oslo.config Nova's own version for --version,
-    so it is answered here, before Nova's parser sees it.
-    """
-    parser = argparse.ArgumentParser(prog='nova-ext-status', add_help=False,
-                                     allow_abbrev=False)
-    parser.add_argument('--version', action='version', version=version())
-    parser.parse_known_args(args)
-
-
 def main(argv=None):
     from nova import config
     from nova import objects
 
     argv = sys.argv if argv is None else argv
-    _exit_on_version(argv[1:])
+    common.exit_on_version('nova-ext-status', argv[1:])
     checks = Checks(config.CONF)
     upgradecheck.register_cli_options(config.CONF, checks)
     # Nova's configuration path, as nova-status: the API database and cell

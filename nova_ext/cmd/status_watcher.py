@@ -31,7 +31,6 @@ import sys
 
 from oslo_config import cfg
 
-from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
 from nova_ext import exception
@@ -50,17 +49,7 @@ CLI_OPTS = [
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    common.exit_on_version(PROG, argv)
-    # Before Nova is imported (by configure).
-    service.use_native_threads()
-    from nova_ext.service import launcher
-
-    try:
-        conf = launcher.configure(PROG, argv, CLI_OPTS)
-    except cfg.Error as e:
-        # A configuration file missing or unreadable: one line, not
-        # oslo.config's traceback.
-        return common.config_error(PROG, e)
+    conf = service.configure(PROG, argv, CLI_OPTS)
     from nova_ext.compute_status import watcher as watcher_mod
 
     if not conf.nova_ext_compute_status.trait_callbacks:
@@ -82,6 +71,8 @@ def main(argv=None):
         else:
             print(' '.join('%s=%d' % kv for kv in sorted(stats.items())))
         return 0
+    from nova_ext.service import launcher
+
     # Each worker builds its own: its heartbeat window starts with it.
     return launcher.serve(PROG, conf, lambda: _build(conf))
 

@@ -37,3 +37,31 @@ def use_native_threads():
     from oslo_service import backend
 
     backend.init_backend(backend.BackendType.THREADING)
+
+
+def configure(prog, argv, cli_opts=()):
+    """A service's start up to its configuration; returns CONF.
+
+    ``--version`` answered (nova_ext's), the threading backend selected,
+    then Nova's configuration read (``launcher.configure``). A nova.conf
+    that cannot be read is one line on stderr and exit code 2.
+
+    :param argv: the arguments, without the program name.
+    """
+    import sys
+
+    from oslo_config import cfg
+
+    from nova_ext.cmd import common
+
+    common.exit_on_version(prog, argv)
+    # Before Nova is imported (by launcher.configure).
+    use_native_threads()
+    from nova_ext.service import launcher
+
+    try:
+        return launcher.configure(prog, argv, cli_opts)
+    except cfg.Error as e:
+        # A configuration file missing or unreadable: what is wrong, not
+        # oslo.config's traceback.
+        sys.exit(common.config_error(prog, e))

@@ -117,3 +117,24 @@ class RabbitMQ(object):
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, 9)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class SharedBroker(object):
+    """Mixed into a test case: one broker for its class, a vhost per test.
+
+    Each test's virtual host (``self.url``) is its own: what an earlier
+    test's indexer left unacknowledged on the shared broker is redelivered
+    there, not here.
+    """
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.broker = RabbitMQ()
+        cls.addClassCleanup(cls.broker.stop)
+        cls.broker.start()
+
+    def setUp(self):
+        super().setUp()
+        vhost, self.url = self.broker.vhost()
+        self.addCleanup(self.broker.delete_vhost, vhost)

@@ -43,6 +43,12 @@ def _payload(uuid_):
             'nova_object.data': {'uuid': uuid_, 'state': 'active'}}
 
 
+def marked(engine):
+    """The uuids the index's pending table holds."""
+    with engine.connect() as conn:
+        return {r.uuid for r in conn.execute(sa.select(PENDING.c.uuid))}
+
+
 def nova_notifier(test, url):
     """A notifier that publishes as Nova does: exchange "nova", messagingv2.
 
@@ -61,24 +67,12 @@ def nova_notifier(test, url):
         driver='messagingv2', topics=['versioned_notifications'])
 
 
-class TestIndexer(base.BaseTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.broker = rabbit.RabbitMQ()
-        cls.addClassCleanup(cls.broker.stop)
-        cls.broker.start()
+class TestIndexer(rabbit.SharedBroker, base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
         self.dir = self.useFixture(fixtures.TempDir()).path
         self.index_url = 'sqlite:///%s' % os.path.join(self.dir, 'i.sqlite')
-        # A virtual host of its own: what an earlier test's indexer left
-        # unacknowledged on the shared broker is redelivered there, not
-        # here.
-        vhost, self.url = self.broker.vhost()
-        self.addCleanup(self.broker.delete_vhost, vhost)
         self.conf_file = os.path.join(self.dir, 'nova.conf')
         with open(self.conf_file, 'w') as f:
             f.write('[DEFAULT]\nstate_path = %s\ntransport_url = %s\n'
@@ -124,8 +118,7 @@ class TestIndexer(base.BaseTestCase):
             self.notifier.info({}, event_type, _payload(u))
 
     def _marked(self):
-        with self.engine.connect() as conn:
-            return {r.uuid for r in conn.execute(sa.select(PENDING.c.uuid))}
+        return marked(self.engine)
 
     def _wait_marked(self, wanted, timeout=90):
         deadline = time.monotonic() + timeout

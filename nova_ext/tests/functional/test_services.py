@@ -40,6 +40,7 @@ import sqlalchemy as sa
 
 from nova_ext.cmd import common
 from nova_ext.tests.functional import rabbit
+from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_indexer
 
 BIN = os.path.dirname(sys.executable)
@@ -216,24 +217,15 @@ class _ServiceTest(base.BaseTestCase):
         self.assertIn('%s stopped' % self.PROG, self.read())
 
 
-class TestIndexerService(_ServiceTest):
+class TestIndexerService(rabbit.SharedBroker, _ServiceTest):
 
     PROG = 'nova-ext-indexer'
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.broker = rabbit.RabbitMQ()
-        cls.addClassCleanup(cls.broker.stop)
-        cls.broker.start()
 
     def setUp(self):
         super().setUp()
         self.index_url = 'sqlite:///%s' % os.path.join(self.dir, 'i.sqlite')
         self.api_url = 'sqlite:///%s' % os.path.join(self.dir, 'api.sqlite')
-        self.metrics_port = _free_port()
-        vhost, self.url = self.broker.vhost()
-        self.addCleanup(self.broker.delete_vhost, vhost)
+        self.metrics_port = sqlserver._free_port()
         self.write_conf(debug=False)
         for command in (['nova-ext-manage', 'index', 'db_sync'],
                         ['nova-manage', 'api_db', 'sync']):
@@ -262,11 +254,7 @@ class TestIndexerService(_ServiceTest):
 
     def _wait_marked(self, uuid_, timeout=60):
         deadline = time.monotonic() + timeout
-        while True:
-            with self.engine.connect() as conn:
-                if conn.execute(sa.select(test_indexer.PENDING.c.uuid).where(
-                        test_indexer.PENDING.c.uuid == uuid_)).first():
-                    return
+        while uuid_ not in test_indexer.marked(self.engine):
             if time.monotonic() > deadline:
                 self.fail('change never recorded:\n%s' % self._output())
             time.sleep(0.2)
@@ -334,12 +322,6 @@ def scrape_metrics(port):
             for sample in family.samples}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 class TestStatusWatcherService(_ServiceTest):
 
     PROG = 'nova-ext-status-watcher'
@@ -354,7 +336,7 @@ class TestStatusWatcherService(_ServiceTest):
         self.addCleanup(self.placement.kill)
         self.addCleanup(self.placement.stdout.close)
         self.port = int(self.placement.stdout.readline())
-        self.metrics_port = _free_port()
+        self.metrics_port = sqlserver._free_port()
         self.write_conf(debug=False)
         subprocess.run([os.path.join(BIN, 'nova-manage'), '--config-file',
                         self.conf_file, 'api_db', 'sync'],
