@@ -26,9 +26,10 @@ import weakref
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from nova_ext.index import db
+from nova_ext.index import sqlite
 
 PENDING = sa.table(
     'nova_ext_index_pending',
@@ -79,11 +80,52 @@ def mark(engine, events, holds=None, timeout=None, cooperative=True):
                      'last_event_at': last, 'attempts': 0, 'holds': held,
                      'releases': released,
                      'held_at': last if held else 0.0})
+    if engine.dialect.name == 'sqlite' and len(rows) <= AUTOCOMMIT_ROWS:
+        _mark_sqlite(engine, rows, timeout, cooperative)
+        return
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
     # and its insert: db.write runs it again.
     db.write(engine, lambda conn: _mark(conn, rows), timeout=timeout,
              cooperative=cooperative)
+
+
+#: Marks at most that SQLite records in one statement (7 parameters each,
+#: under the 999 of SQLite's older builds); more are one transaction.
+AUTOCOMMIT_ROWS = 128
+
+
+def _mark_sqlite(engine, rows, timeout, cooperative):
+    """All ``rows`` in one statement that SQLite commits as it runs it.
+
+    The marks of a batch are one statement, so that they are recorded all
+    or none: a batch that failed is recorded again whole, and would count
+    its holds and releases twice had a part of it been recorded. And a
+    hold, which Nova's write waits for, does not hold the write lock across
+    BEGIN, the statement and COMMIT, each a wait for the interpreter lock.
+    """
+    with engine.connect() as conn:
+        dialect = conn.dialect
+        compiled = _COMPILED.get(dialect)
+        if compiled is None:
+            compiled = _COMPILED[dialect] = _upsert('sqlite').compile(
+                dialect=dialect)
+        head, group, tail = _values_group(compiled.string)
+        sql = '%s%s%s' % (head, ', '.join([group] * len(rows)), tail)
+        params = [value for row in rows
+                  for value in (compiled.construct_params(row)[name]
+                                for name in compiled.positiontup)]
+        sqlite.autocommit(conn, sql, params,
+                          (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
+                           else timeout), cooperative)
+
+
+@functools.lru_cache(maxsize=4)
+def _values_group(sql):
+    """``sql`` split around its one ``VALUES (?, ...)`` row."""
+    start = sql.index(' VALUES (') + len(' VALUES ')
+    end = sql.index(')', start) + 1
+    return sql[:start], sql[start:end], sql[end:]
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,7 +137,8 @@ def _upsert(dialect):
     """
     c = PENDING.c
     if dialect in ('sqlite', 'postgresql'):
-        insert = (sqlite if dialect == 'sqlite' else postgresql).insert
+        insert = (sqlite_dialect if dialect == 'sqlite'
+                  else postgresql).insert
         stmt = insert(PENDING)
         new = stmt.excluded
         # SQLite's min() and max() of two values are PostgreSQL's least()

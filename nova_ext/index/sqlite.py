@@ -190,6 +190,43 @@ def begin_write(conn, wait, cooperative):
         pause = min(pause * 2, _POLL[1])
 
 
+def autocommit(conn, sql, params, wait, cooperative):
+    """Run one writing statement on ``conn`` outside any transaction.
+
+    oslo.db's SQLite connections leave BEGIN to the caller, so SQLite
+    commits such a statement as it runs it: the write lock is held only
+    inside that one call, which needs neither the interpreter lock nor
+    another round trip from Python, and a writer that waits for it waits
+    for SQLite's own work only. ``conn`` must not be in a transaction.
+
+    :param wait, cooperative: as :func:`begin_write`.
+    """
+    dbapi_connection = conn.connection.dbapi_connection
+    if not cooperative:
+        busy_timeout(conn, int(wait * 1000))
+        try:
+            dbapi_connection.execute(sql, params)
+        finally:
+            busy_timeout(conn, READ_BUSY_TIMEOUT_MS)
+        return
+    busy_timeout(conn, 0)
+    deadline = time.monotonic() + wait
+    pause = _POLL[0]
+    try:
+        while True:
+            try:
+                dbapi_connection.execute(sql, params)
+                return
+            except dbapi_connection.OperationalError as e:
+                left = deadline - time.monotonic()
+                if 'locked' not in str(e) or left <= 0:
+                    raise
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _POLL[1])
+    finally:
+        busy_timeout(conn, READ_BUSY_TIMEOUT_MS)
+
+
 @contextlib.contextmanager
 def patient(conn):
     """Within, ``conn`` waits for locks as long as a writer does."""

@@ -14,6 +14,7 @@
 import collections
 import datetime
 import os
+import sqlite3
 import threading
 import time
 from unittest import mock
@@ -211,7 +212,43 @@ class TestPending(IndexDBTestCase):
                         lambda *args: seen.append(args[2]))
         return seen
 
+    def sqlite_statements(self, engine):
+        """What SQLite itself runs, on every connection checked out."""
+        seen = []
+        sa.event.listen(
+            engine, 'checkout',
+            lambda dbapi_connection, *args:
+                dbapi_connection.set_trace_callback(seen.append))
+        return seen
+
+    def test_sqlite_mark_is_one_statement_outside_any_transaction(self):
+        seen = self.sqlite_statements(self.engine)
+        pending.mark(self.engine, [('a', 1.0), ('b', 2.0), ('a', 3.0)])
+        writes = [s for s in seen if not s.startswith('PRAGMA')]
+        self.assertEqual(1, len(writes), seen)
+        self.assertIn('ON CONFLICT', writes[0])
+        # Both marks, coalesced, in the one statement (values expanded).
+        self.assertIn("('a', 1.0, 3.0, ", writes[0])
+        self.assertIn("('b', 2.0, 2.0, ", writes[0])
+        self.assertEqual({'a': 3.0, 'b': 2.0}, pending.take(self.engine, 10))
+
+    def test_sqlite_batch_is_recorded_whole_or_not_at_all(self):
+        # Were a batch recorded in part and then again whole, its holds and
+        # releases would count twice.
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "CREATE TRIGGER refuse BEFORE INSERT ON "
+                "nova_ext_index_pending WHEN NEW.uuid = 'b' "
+                "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        self.assertRaises(sqlite3.IntegrityError, pending.mark, self.engine,
+                          {'a': (1.0, 1.0), 'b': (1.0, 1.0)},
+                          {'a': (0, 1), 'b': (0, 1)})
+        self.assertEqual({}, held(self.engine))
+
     def test_mark_is_one_upsert_holding_the_write_lock(self):
+        # More marks than one SQLite statement takes: one transaction.
+        self.useFixture(fixtures.MockPatchObject(
+            pending, 'AUTOCOMMIT_ROWS', 0))
         seen = self.statements(self.engine)
         pending.mark(self.engine, [('a', 1.0), ('b', 2.0), ('a', 3.0)])
         self.assertEqual(['BEGIN IMMEDIATE'], seen[:1])
@@ -332,6 +369,8 @@ class TestPending(IndexDBTestCase):
                 sa.func.count()).select_from(writer.BOOK)).scalar(), 0)
 
     def test_mark_without_an_upsert(self):
+        self.useFixture(fixtures.MockPatchObject(
+            pending, 'AUTOCOMMIT_ROWS', 0))
         # A backend with neither upsert reads, then inserts or updates.
         self.useFixture(fixtures.MockPatchObject(pending, '_upsert',
                                                  return_value=None))
@@ -342,6 +381,8 @@ class TestPending(IndexDBTestCase):
         self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
 
     def test_mark_runs_again_after_a_lost_race(self):
+        self.useFixture(fixtures.MockPatchObject(
+            pending, 'AUTOCOMMIT_ROWS', 0))
         real, calls = pending._mark, []
 
         def deadlocked_once(conn, rows):
@@ -356,6 +397,8 @@ class TestPending(IndexDBTestCase):
         self.assertEqual({'a': 1.0}, pending.take(self.engine, 10))
 
     def test_mark_gives_up_on_other_errors(self):
+        self.useFixture(fixtures.MockPatchObject(
+            pending, 'AUTOCOMMIT_ROWS', 0))
         self.useFixture(fixtures.MockPatchObject(
             pending, '_mark', side_effect=db_exc.DBError('index away')))
         self.assertRaises(db_exc.DBError, pending.mark, self.engine,
