@@ -13,17 +13,19 @@
 """Loading nova_ext plugins with stevedore.
 
 Every plugin kind has its own namespace and its own abstract base class.
-Loading goes through the two helpers here so that every kind fails the same
+Loading goes through the helpers here so that every kind fails the same
 way: a missing name, an entry point that does not import, or an object of
 the wrong kind raises a :class:`nova_ext.exception.NovaExtError` naming
 the namespace and the entry point, at start-up, instead of a capability
 silently doing nothing.
 """
 
+import collections
 import importlib.metadata
 
 from oslo_log import log as logging
 from stevedore import driver as sd_driver
+from stevedore import enabled as sd_enabled
 from stevedore import exception as sd_exception
 from stevedore import named
 
@@ -34,6 +36,14 @@ LOG = logging.getLogger(__name__)
 
 def _raise_load_failure(manager, entry_point, error):
     raise exception.PluginLoadFailed(manager.namespace, entry_point, error)
+
+
+def _raise_switch_failure(manager, entry_point, error):
+    # stevedore hands every error of loading and checking a plugin here,
+    # nova_ext's own check's too, which already names the entry point.
+    if isinstance(error, exception.NovaExtError):
+        raise error
+    _raise_load_failure(manager, entry_point, error)
 
 
 def _check(namespace, name, obj, base):
@@ -107,23 +117,55 @@ def available(namespace):
                    for ep in importlib.metadata.entry_points(group=namespace)})
 
 
+class Switched(object):
+    """A plugin that its capability's own option switches on.
+
+    For the plugin kinds whose plugins each serve a capability (API
+    handlers, notification consumers): a plugin of those is on when its
+    :meth:`enabled` says so, or when it is named in its kind's list option
+    (``[nova_ext_api]handlers``, ``[nova_ext_notifications]consumers``).
+    """
+
+    @classmethod
+    def enabled(cls, conf):
+        """Whether the capability this plugin serves is switched on.
+
+        :param conf: ``nova_ext.conf.CONF``.
+        :returns: False unless overridden: a plugin is off by default.
+        """
+        return False
+
+
 def load_switched(namespace, base, conf, listed):
     """Load the plugins of ``namespace`` that are switched on.
 
-    For kinds whose plugins belong to a capability (API handlers,
-    notification consumers): a plugin is on when its ``enabled(conf)`` says
-    so, or when it is named in ``listed``. Every installed plugin of the
-    namespace is imported to ask it.
+    For kinds whose plugins are :class:`Switched`: a plugin is on when its
+    ``enabled(conf)`` says so, or when it is named in ``listed``. Every
+    installed plugin of the namespace is imported to ask it.
 
     :returns: ``[(name, plugin instance)]`` sorted by name.
+    :raises NovaExtError: as :func:`load_one`, for any installed plugin
+        (an error of its ``enabled(conf)`` too), and naming every entry
+        point of ``listed`` that is not installed.
     """
-    installed = available(namespace)
-    missing = set(listed) - set(installed)
+    missing = set(listed) - set(available(namespace))
     if missing:
         raise exception.PluginNotFound(namespace, missing)
-    switched = []
-    for name in installed:
-        plugin = load_one(namespace, name, base)
-        if name in listed or plugin.enabled(conf):
-            switched.append((name, _instance(plugin)))
-    return switched
+
+    def switched_on(ext):
+        plugin = _check(namespace, ext.name, ext.plugin, base)
+        return ext.name in listed or plugin.enabled(conf)
+
+    manager = sd_enabled.EnabledExtensionManager(
+        namespace, switched_on,
+        on_load_failure_callback=_raise_switch_failure)
+    by_name = collections.defaultdict(list)
+    for ep in manager.list_entry_points():
+        by_name[ep.name].append(ep.value)
+    for name, values in sorted(by_name.items()):
+        if len(values) > 1:
+            raise exception.NovaExtError(
+                'nova_ext: entry point %r is defined more than once in '
+                'namespace %s: %s' % (name, namespace, ', '.join(values)))
+    return [(ext.name, _instance(ext.plugin))
+            for ext in sorted(manager.extensions, key=lambda e: e.name)]

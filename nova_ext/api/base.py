@@ -20,6 +20,8 @@ it can answer itself, delegate, or delegate and act on Nova's answer.
 
 import abc
 
+from nova_ext import plugins
+
 # The routes a handler can serve, by name. Their paths are matched by
 # nova_ext.api.routes.
 SERVERS_INDEX = 'servers:index'     # GET /servers
@@ -43,24 +45,17 @@ def route_of(request):
     return request.environ[ENVIRON_KEY]
 
 
-class Handler(abc.ABC):
+class Handler(plugins.Switched, abc.ABC):
     """Serves some of the routes in ``ROUTES``.
 
     Handlers are instantiated once per nova-api process, with no arguments,
-    when the paste pipeline is built.
+    when the paste pipeline is built. A handler is enabled when its
+    ``enabled(conf)`` (:class:`nova_ext.plugins.Switched`) says so, or when
+    it is listed in ``[nova_ext_api]handlers``; the default is off.
     """
 
     #: The route names (from ``ROUTES``) this handler serves.
     routes = ()
-
-    @classmethod
-    def enabled(cls, conf):
-        """Whether the capability this handler serves is switched on.
-
-        A handler is also enabled when it is listed in
-        ``[nova_ext_api]handlers``. The default is off.
-        """
-        return False
 
     @abc.abstractmethod
     def __call__(self, request, application):

@@ -19,5 +19,13 @@ of resources is scheduled again, keeping its UUID.
 - ``flow.py``: the steps that take a buried server back to a build
   request and hand it to the conductor, each undone if a later one fails.
 - ``compute_api.py``: the compute API nova_ext's rebuild runs Nova's
-  controller with.
+  controller with; ``quota.py``: its quota check.
+- ``handler.py``: the ``cell0-rebuild`` API handler
+  (``nova_ext.api.handlers`` namespace); ``capture.py``: what it records
+  when Nova accepts a create.
+- ``build_captures.py``: the ``build-capture-purge`` online data migration
+  (``nova_ext.object_migrations`` namespace).
+
+Its options are in ``nova_ext/conf/cell0_rebuild.py``; its tables are
+created by ``nova-ext-manage api_db sync`` (``nova_ext/cmd/manage_db.py``).
 """

@@ -24,6 +24,7 @@ from nova import objects
 from oslo_log import log as logging
 
 from nova_ext.cell0_rebuild import objects as ext_objects
+from nova_ext.entry_points.internals import servers_controller
 
 LOG = logging.getLogger(__name__)
 
@@ -34,7 +35,9 @@ def requested_networks(controller, server):
     :param controller: a Nova ``ServersController``, whose parser this is.
     """
     raw = server.get('networks')
-    return None if raw is None else controller._get_requested_networks(raw)
+    if raw is None:
+        return None
+    return servers_controller.requested_networks(controller, raw)
 
 
 def _count(server):

@@ -43,6 +43,7 @@ from nova_ext.cell0_rebuild import eligibility
 from nova_ext.cell0_rebuild import flow
 from nova_ext.cell0_rebuild import objects as ext_objects
 from nova_ext.cell0_rebuild import quota
+from nova_ext.entry_points.internals import compute_api as nova_internals
 
 LOG = logging.getLogger(__name__)
 
@@ -166,11 +167,10 @@ class Cell0RebuildAPI(compute_api.API):
 
         new = flow.copy_instance(context, old)
         self._apply_request(context, new, kwargs)
-        image_id, image = self._get_image(context, image_href)
+        image_id, image = nova_internals.get_image(self, context, image_href)
         auto_disk_config = kwargs.get('auto_disk_config')
-        self._check_auto_disk_config(image=image,
-                                     auto_disk_config=auto_disk_config)
-        self._check_image_arch(image=image)
+        nova_internals.check_auto_disk_config(self, image, auto_disk_config)
+        nova_internals.check_image_arch(self, image)
         flavor = new.get_flavor()
         bdms = flow.copy_bdms(buried.bdms, new.uuid)
         root_bdm = block_device.get_root_bdm(bdms)
@@ -180,9 +180,9 @@ class Cell0RebuildAPI(compute_api.API):
                          image_href)
         min_comp_ver = objects.service.get_minimum_version_all_cells(
             context, ['nova-compute'])
-        self._checks_for_create_and_rebuild(
-            context, image_id, image, flavor, new.metadata, files, root_bdm,
-            min_comp_ver)
+        nova_internals.checks_for_create_and_rebuild(
+            self, context, image_id, image, flavor, new.metadata, files,
+            root_bdm, min_comp_ver)
 
         image_meta = objects.ImageMeta.from_dict(image)
         affinity = hardware.get_pci_numa_policy_constraint(flavor, image_meta)
@@ -193,11 +193,11 @@ class Cell0RebuildAPI(compute_api.API):
             self.network_api.create_resource_requests(
                 context, networks, pci_requests, affinity_policy=affinity))
         numa = hardware.numa_get_constraints(flavor, image_meta)
-        kernel_id, ramdisk_id = self._handle_kernel_and_ramdisk(
-            context, None, None, image)
+        kernel_id, ramdisk_id = nova_internals.handle_kernel_and_ramdisk(
+            self, context, None, None, image)
 
-        new.update(self._inherit_properties_from_image(image,
-                                                       auto_disk_config))
+        new.update(nova_internals.inherit_properties_from_image(
+            self, image, auto_disk_config))
         if not is_bfv:
             new.image_ref = image_href
         new.kernel_id = kernel_id or ''
@@ -257,7 +257,7 @@ class Cell0RebuildAPI(compute_api.API):
                 new.key_data = None
                 new.keypairs = objects.KeyPairList(objects=[])
         if 'trusted_certs' in kwargs:
-            new.trusted_certs = self._retrieve_trusted_certs_object(
+            new.trusted_certs = nova_internals.retrieve_trusted_certs_object(
                 context, kwargs.pop('trusted_certs'), rebuild=True)
         if 'hostname' in kwargs:
             new.hostname = kwargs.pop('hostname')

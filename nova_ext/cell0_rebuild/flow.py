@@ -27,7 +27,6 @@ it buries the server in cell0 again, where it can be rebuilt again.
 
 from nova.compute import vm_states
 from nova import context as nova_context
-from nova.db.api import api as api_db
 from nova.db.api import models as api_models
 from nova.db.main import api as main_db
 from nova import exception as nova_exception
@@ -35,6 +34,8 @@ from nova import objects
 from oslo_db import exception as db_exception
 from oslo_log import log as logging
 from oslo_utils import excutils
+
+from nova_ext.entry_points.internals import api_db
 
 LOG = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def destroy_build_request(build_request):
         pass
 
 
-@api_db.context_manager.writer
+@api_db.writer
 def _move_mapping(context, instance_uuid, from_cell_id, to_cell_id):
     table = api_models.InstanceMapping.__table__
     where = table.c.instance_uuid == instance_uuid

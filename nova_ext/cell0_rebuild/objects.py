@@ -18,13 +18,13 @@ its networks back. nova-api records them (as Nova's own
 request injected personality files, which nothing can restore.
 """
 
-from nova.db.api import api as api_db
 from nova.objects import base as nova_base
 from nova.objects import fields
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from nova_ext.cell0_rebuild import models
+from nova_ext.entry_points.internals import api_db
 
 
 class BuildCapture(nova_base.NovaObject):
@@ -86,7 +86,7 @@ class BuildCapture(nova_base.NovaObject):
                    created_at=timeutils.utcnow().replace(tzinfo=None))
 
     @staticmethod
-    @api_db.context_manager.writer
+    @api_db.writer
     def create_all(context, captures):
         """Store ``captures`` in one transaction; known servers are kept."""
         uuids = [c.instance_uuid for c in captures]
@@ -100,7 +100,7 @@ class BuildCapture(nova_base.NovaObject):
         return len(set(uuids) - known)
 
     @classmethod
-    @api_db.context_manager.reader
+    @api_db.reader
     def get_by_instance_uuid(cls, context, instance_uuid):
         """The capture of a server, or None if nova_ext recorded none."""
         row = context.session.query(models.BuildCapture).filter_by(
@@ -109,7 +109,7 @@ class BuildCapture(nova_base.NovaObject):
             context, cls(), row)
 
     @staticmethod
-    @api_db.context_manager.writer
+    @api_db.writer
     def destroy_by_instance_uuids(context, instance_uuids):
         """Forget the captures of these servers; how many there were."""
         if not instance_uuids:
@@ -119,7 +119,7 @@ class BuildCapture(nova_base.NovaObject):
         ).delete(synchronize_session=False)
 
     @staticmethod
-    @api_db.context_manager.reader
+    @api_db.reader
     def instance_uuids(context, limit, after_id=0):
         """``[(id, instance_uuid)]`` in id order, for the purge."""
         query = context.session.query(

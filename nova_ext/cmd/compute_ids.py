@@ -34,7 +34,7 @@ import sys
 
 import sqlalchemy as sa
 
-from nova_ext.object_migrations import compute_ids
+from nova_ext.compute_ids import migrations
 
 #: Unlinkable records listed per migration and cell; the counts are full.
 LIST_LIMIT = 100
@@ -52,7 +52,7 @@ def _links(conn, table, link):
 
     :param link: the name of the record's compute node id column.
     """
-    cn = compute_ids._tables()[2]
+    cn = migrations._tables()[2]
     t = table.c
     host, node = (t[c] for c in PLACES[table.name])
     rows = conn.execute(
@@ -72,11 +72,11 @@ def _links(conn, table, link):
 
 
 def _instances(conn):
-    return _links(conn, compute_ids._tables()[0], 'compute_id')
+    return _links(conn, migrations._tables()[0], 'compute_id')
 
 
 def _migrations(conn):
-    return _links(conn, compute_ids._tables()[1], 'dest_compute_id')
+    return _links(conn, migrations._tables()[1], 'dest_compute_id')
 
 
 def _disagreement(row):
@@ -92,7 +92,7 @@ def _disagreement(row):
 
 
 def _compute_nodes(conn):
-    _, _, cn, s = compute_ids._tables()
+    _, _, cn, s = migrations._tables()
     rows = conn.execute(
         sa.select(cn.c.id, cn.c.uuid, cn.c.host, cn.c.hypervisor_hostname,
                   cn.c.service_id, s.c.host.label('service_host'),
@@ -132,9 +132,9 @@ def _identities(conn, table, ids):
 
 def _unlinked(conn):
     out = {}
-    for linker in compute_ids.ALL:
-        spec = compute_ids.spec(linker.name)
-        records = compute_ids.unlinkable(conn, spec)
+    for linker in migrations.ALL:
+        spec = migrations.spec(linker.name)
+        records = migrations.unlinkable(conn, spec)
         reasons = collections.Counter(reason for _, _, reason in records)
         listed = records[:LIST_LIMIT]
         # The key is what the link is looked up by (a compute node's is
@@ -143,7 +143,7 @@ def _unlinked(conn):
         # A record archived between the two reads is still listed.
         gone = dict.fromkeys(('uuid', 'host', 'node'))
         out[linker.name] = {
-            'linkable': compute_ids.remaining(conn, spec),
+            'linkable': migrations.remaining(conn, spec),
             'unlinkable': dict(sorted(reasons.items())),
             'records': [dict(known.get(i, gone), id=i, key=list(k), reason=why)
                         for i, k, why in listed],
@@ -172,8 +172,8 @@ def linkable_left(cctx):
 
     with main_db.get_context_manager(cctx).reader.using(cctx) as session:
         conn = session.connection()
-        return {linker.name: compute_ids.remaining(
-            conn, compute_ids.spec(linker.name)) for linker in compute_ids.ALL}
+        return {linker.name: migrations.remaining(
+            conn, migrations.spec(linker.name)) for linker in migrations.ALL}
 
 
 def collect(ctx, cells=None):

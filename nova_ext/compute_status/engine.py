@@ -25,6 +25,7 @@ from nova import exception as nova_exception
 from nova import objects
 from oslo_log import log as logging
 
+from nova_ext.entry_points.internals import report_client
 from nova_ext import exception
 from nova_ext import virt
 from nova_ext.virt import base
@@ -125,10 +126,8 @@ class TraitEngine(object):
         # but what the engine puts there. Record what placement just said so
         # the call neither skips a needed write nor fails on an unknown
         # provider.
-        tree = self.client._provider_tree
-        if not tree.exists(rp_uuid):
-            tree.new_root(rp_uuid, rp_uuid, generation=info.generation)
-        tree.update_traits(rp_uuid, info.traits, generation=info.generation)
+        report_client.cache_provider_traits(self.client, rp_uuid,
+                                            info.traits, info.generation)
 
     def apply(self, ctxt, rp_uuid, change):
         """Apply ``change`` to one provider; return whether it was written.
@@ -137,6 +136,8 @@ class TraitEngine(object):
             generation conflicts in a row.
         :raises ResourceProviderUpdateFailed: on any other placement error,
             or after CONFLICT_RETRIES of placement's 500 for a race.
+        :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested
+            with, before any write.
         """
         for attempt in range(1, CONFLICT_RETRIES + 1):
             info = self.client.get_provider_traits(ctxt, rp_uuid)

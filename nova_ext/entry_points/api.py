@@ -119,15 +119,13 @@ def attach_instance_list(conf):
     except exception.UnsupportedNovaVersion as e:
         LOG.error('%s', e)
         return None
-    current = nova_instance_list.get_instance_objects_sorted
-    stock = getattr(current, 'nova_ext_stock', current)
+    stock = serving.stock()
     selector = serving.Selector(conf, stock)
 
     def get_instance_objects_sorted(*args, **kwargs):
         return selector.get_instance_objects_sorted(*args, **kwargs)
 
-    get_instance_objects_sorted.nova_ext_stock = stock
-    get_instance_objects_sorted.nova_ext_selector = selector
+    serving.attached(stock, selector)
     nova_instance_list.get_instance_objects_sorted = (
         get_instance_objects_sorted)
     LOG.info('nova_ext instance list driver %s attached to nova-api',
@@ -139,8 +137,7 @@ def detach_instance_list():
     """Give Nova its own instance list back (tests, reloads)."""
     from nova.compute import instance_list as nova_instance_list
 
-    current = nova_instance_list.get_instance_objects_sorted
-    stock = getattr(current, 'nova_ext_stock', None)
+    stock = serving.detached()
     if stock is not None:
         nova_instance_list.get_instance_objects_sorted = stock
 
@@ -150,27 +147,19 @@ def stock_instance_list():
     """Within, nova-api lists servers with Nova's own function.
 
     For comparing with Nova's own answers (tests, benchmarks, the demo):
-    the attached wrapper keeps Nova's function, which is put back on its
-    module until the block ends, whatever happens in it. nova_ext's
-    servers-list handler answers nothing meanwhile (there is no selector).
+    Nova's function (``serving.stock()``) is put back on its module until
+    the block ends, whatever happens in it. nova_ext's servers-list
+    handler answers nothing meanwhile (there is no selector).
     """
     from nova.compute import instance_list as nova_instance_list
 
     wrapper = nova_instance_list.get_instance_objects_sorted
-    nova_instance_list.get_instance_objects_sorted = getattr(
-        wrapper, 'nova_ext_stock', wrapper)
+    nova_instance_list.get_instance_objects_sorted = serving.stock()
     try:
-        yield
+        with serving.suspended():
+            yield
     finally:
         nova_instance_list.get_instance_objects_sorted = wrapper
-
-
-def selector():
-    """The attached Selector, or None."""
-    from nova.compute import instance_list as nova_instance_list
-
-    return getattr(nova_instance_list.get_instance_objects_sorted,
-                   'nova_ext_selector', None)
 
 
 def filter_factory(global_conf, **local_conf):

@@ -19,24 +19,23 @@ it starts one thread, which waits for the sign that the process is
 nova-compute and has set itself up: ``nova.cmd.compute.main`` sets
 ``nova.db.main.api.DISABLE_DB_ACCESS`` and routes objects through
 nova-conductor (``NovaObject.indirection_api``), right before it creates
-the service. Any other process never shows it, and the thread ends. The
-thread then runs the enabled compute-id links for ``[DEFAULT]host`` through
-the conductor (object_migrations/host_links.py), retrying while the
-conductor does not answer. Only on the Nova versions in
-``nova_ext.compat.TESTED_NOVA``.
+the service (``internals/compute_service.py`` reads them). Any other
+process never shows it, and the thread ends. The thread then runs the
+enabled compute-id links for ``[DEFAULT]host`` through the conductor
+(``nova_ext/compute_ids/host_links.py``), retrying while the conductor does
+not answer. Only on the Nova versions in ``nova_ext.compat.TESTED_NOVA``:
+on any other the thread logs why and ends.
 """
 
 import threading
 import time
 
 from nova import context as nova_context
-from nova.db.main import api as main_db_api
-from nova.objects import base as nova_objects_base
 from oslo_log import log as logging
 
-from nova_ext import compat
+from nova_ext.compute_ids import host_links
+from nova_ext.entry_points.internals import compute_service
 from nova_ext import exception
-from nova_ext.object_migrations import host_links
 
 LOG = logging.getLogger(__name__)
 
@@ -50,9 +49,11 @@ _THREAD = None
 
 
 def is_nova_compute():
-    """Whether this process is a nova-compute that has set itself up."""
-    return (main_db_api.DISABLE_DB_ACCESS and
-            nova_objects_base.NovaObject.indirection_api is not None)
+    """Whether this process is a nova-compute that has set itself up.
+
+    :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
+    """
+    return compute_service.is_nova_compute()
 
 
 def attach(conf):
@@ -72,15 +73,14 @@ def attach(conf):
 def _when_started(conf, wait=None, clock=time.monotonic, sleep=time.sleep):
     # STARTUP_WAIT is read when called, not when defined: tests shorten it.
     deadline = clock() + (STARTUP_WAIT if wait is None else wait)
-    while not is_nova_compute():
-        if clock() >= deadline:
-            return
-        sleep(1.0)
     try:
-        compat.check_nova_version('run_at_startup of nova_ext compute-id '
-                                  'links')
+        while not is_nova_compute():
+            if clock() >= deadline:
+                return
+            sleep(1.0)
     except exception.UnsupportedNovaVersion as e:
-        LOG.error('%s', e)
+        LOG.error('%s; run_at_startup of nova_ext compute-id links does '
+                  'nothing', e)
         return
     ctx = nova_context.get_admin_context()
     for attempt in range(1, ATTEMPTS + 1):

@@ -32,8 +32,9 @@ Statements that Nova runs on a bare connection, outside any session, are
 not seen: in Nova 34 only ``archive_deleted_rows`` does so on tracked
 tables, and it then deletes the archived instances' mappings through a
 session, which is seen. The contract test
-``test_db_writes_contract`` fails when a Nova writer escapes this.
-Only on the Nova versions in ``nova_ext.compat.TESTED_NOVA``.
+``nova_ext.tests.unit.entry_points.test_db_writes_contract`` fails when a
+Nova writer escapes this. Only on the Nova versions in
+``nova_ext.compat.TESTED_NOVA``.
 """
 
 import threading

@@ -22,15 +22,15 @@ and the capture of database writes (db_writes.py).
 from oslo_log import log as logging
 from oslo_messaging.notify import notifier
 
+# Registers the versioned object nova-compute calls on nova-conductor for
+# its startup links (compute.py): the conductor loads nova_ext through this
+# driver too.
+from nova_ext.compute_ids import host_links  # noqa: F401
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import compute
 from nova_ext.entry_points import db_writes
 from nova_ext.notifications import base
 from nova_ext.notifications import dispatcher
-# Registers the versioned object nova-compute calls on nova-conductor for
-# its startup links (compute.py): the conductor loads nova_ext through this
-# driver too.
-from nova_ext.object_migrations import host_links  # noqa: F401
 
 LOG = logging.getLogger(__name__)
 

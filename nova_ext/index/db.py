@@ -20,17 +20,12 @@ import contextlib
 import os
 import threading
 
-from nova import context as nova_context
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import lock_waits
 from nova_ext.index import sqlite
-
-#: The cell uuid a context targeted at the index carries. It is no cell's
-#: uuid, so nothing can mistake the index for a cell.
-INDEX_CELL_UUID = '00000000-0000-0000-0000-00000000e1de'
 
 #: The execution option of the connections of :func:`begin_write`.
 WRITE = 'nova_ext_index_write'
@@ -159,19 +154,6 @@ def get_context_manager(conf, in_transaction=False):
 
 def get_engine(conf, in_transaction=False):
     return get_context_manager(conf, in_transaction).writer.get_engine()
-
-
-def target(ctx, conf):
-    """A copy of ``ctx`` whose database is the index.
-
-    Like ``nova.context.target_cell``, the copy is sanitized (no transaction
-    or cell targeting of the caller leaks into it).
-    """
-    cctxt = nova_context.RequestContext.from_dict(ctx.to_dict())
-    cctxt.db_connection = get_context_manager(conf)
-    cctxt.mq_connection = None
-    cctxt.cell_uuid = INDEX_CELL_UUID
-    return cctxt
 
 
 def reset():

@@ -15,7 +15,6 @@ import collections
 import time
 
 from nova import context as nova_context
-from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova import exception as nova_exception
 from nova import objects
@@ -23,6 +22,7 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from nova_ext.entry_points.internals import api_db
 from nova_ext.index import db
 from nova_ext.index import pending
 from nova_ext.index import source
@@ -121,7 +121,7 @@ def refresh_now(ctx, conf, uuids):
     return totals, failed
 
 
-@api_db_api.context_manager.reader
+@api_db.reader
 def cells_of(context, uuids):
     """``{instance uuid: cell uuid, or None for a build request}``.
 

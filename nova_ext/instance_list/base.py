@@ -16,7 +16,9 @@ One driver is active per nova-api, chosen by
 ``nova.compute.instance_list.get_instance_objects_sorted``, the only call
 through which nova-api lists instances, with the same signature and the
 same meaning, so that a driver can be swapped for Nova's path (the ``cells``
-driver) without changing a byte of the API response.
+driver) without changing a byte of the API response. A driver that also
+hands out the rows of Nova's instance query (:class:`RowsDriver`) can have
+its pages rendered by nova_ext (``fast_render``).
 """
 
 import abc
@@ -109,3 +111,70 @@ class InstanceListDriver(abc.ABC):
         for Nova's own path. The default is always available.
         """
         return True
+
+
+class RowsDriver(InstanceListDriver):
+    """A driver whose pages nova_ext can render itself (``fast_render``).
+
+    Besides Instance objects, it hands out the rows of Nova's instance
+    query and what Nova's server view reads beside an instance, without
+    building Nova's objects, so that the ``servers-list`` API handler can
+    render a page with Nova's view code (``nova_ext.instance_list.render``).
+    """
+
+    @abc.abstractmethod
+    def records(self, ctx, filters, limit, marker, attrs, sort_keys,
+                sort_dirs, cell_down_support=False, catch_up=True):
+        """One page of rows, as Nova's instance query returns them.
+
+        The arguments are those of :meth:`get_instance_objects_sorted`
+        (``attrs`` its ``expected_attrs``), less ``services``, which the
+        rows do not join (see :meth:`fill_services`).
+
+        :param catch_up: whether to bring the driver's store up to date
+            first; False for more rows of a page read a moment before.
+        :returns: a list of dicts, one per instance in the page's order,
+            with the joins ``attrs`` ask for; each has an ``id`` from which
+            ``nova_ext.index.ids`` gives the cell and the cell-local id.
+        :raises Unservable: as :meth:`get_instance_objects_sorted`.
+        :raises Unavailable: as :meth:`get_instance_objects_sorted`.
+        """
+
+    @abc.abstractmethod
+    def versions(self, uuids):
+        """``{uuid: version}``: a value that changes whenever the row does.
+
+        The render cache keeps a server's document under its row's version;
+        an instance without one is rendered every time.
+        """
+
+    @abc.abstractmethod
+    def volumes(self, ctx, uuids):
+        """The volumes of some instances, as Nova's server view shows them.
+
+        As Nova's ``ViewBuilder._get_instance_bdms_in_multiple_cells``.
+
+        :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
+        """
+
+    @abc.abstractmethod
+    def metadata(self, ctx, uuids, system=False):
+        """The (system) metadata rows of some instances, as plain dicts.
+
+        As Nova's manual join of ``metadata`` or ``system_metadata`` in
+        ``instance_get_all_by_filters_sort``.
+
+        :returns: ``{uuid: [{'key', 'value', 'deleted'}]}``.
+        """
+
+    @abc.abstractmethod
+    def fill_services(self, ctx, instances, cell_of):
+        """Give each instance its host's services, as Nova's join does.
+
+        The ``services`` that Nova's list joins to live instances, read by
+        its view for ``host_status``.
+
+        :param instances: Instance objects or rendered rows.
+        :param cell_of: a function of an instance, its cell mapping id.
+        :raises Unservable: when a cell does not give them.
+        """

@@ -11,9 +11,8 @@
 # under the License.
 """The ``cells`` instance list driver: Nova's own path, unchanged."""
 
-from nova.compute import instance_list
-
 from nova_ext.instance_list import base
+from nova_ext.instance_list import serving
 
 
 class CellsDriver(base.InstanceListDriver):
@@ -30,8 +29,6 @@ class CellsDriver(base.InstanceListDriver):
                                     cell_down_support=False):
         # nova-api may have routed Nova's function through nova_ext; the
         # cells driver is the function as Nova shipped it.
-        fn = instance_list.get_instance_objects_sorted
-        fn = getattr(fn, 'nova_ext_stock', fn)
-        return fn(
+        return serving.stock()(
             ctx, filters, limit, marker, expected_attrs, sort_keys,
             sort_dirs, cell_down_support=cell_down_support)

@@ -33,13 +33,13 @@ from nova.db.main import api as main_db_api
 from nova.db.main import models
 from nova import exception as nova_exception
 from nova import objects
-from nova.objects import instance as instance_obj
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import cellhealth
+from nova_ext.entry_points.internals import cells as nova_cells
+from nova_ext.entry_points.internals import instances as nova_instances
 from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
@@ -48,6 +48,7 @@ from nova_ext.index import source
 from nova_ext.index import writer
 from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
+from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import index_checks
 from nova_ext.instance_list import services
 
@@ -68,7 +69,7 @@ def index_cell(conf):
     cell = objects.CellMapping(
         uuid=str(uuid_lib.uuid5(_NAMESPACE, url)), name='nova_ext_index',
         database_connection=url, transport_url='none:///', disabled=False)
-    nova_context.CELL_CACHE[cell.uuid] = (db.get_context_manager(conf), None)
+    nova_cells.cache_database(cell.uuid, db.get_context_manager(conf))
     return cell
 
 
@@ -128,7 +129,7 @@ def _restore_ids(instances):
     return cells
 
 
-class IndexDriver(base.InstanceListDriver):
+class IndexDriver(base.RowsDriver):
     """Lists instances from nova_ext's global instance index."""
 
     name = 'index'
@@ -216,7 +217,7 @@ class IndexDriver(base.InstanceListDriver):
         try:
             records = list(lister.get_records_sorted(
                 ctx, filters, limit, marker,
-                columns_to_join=instance_obj._expected_cols(attrs),
+                columns_to_join=nova_instances.expected_cols(attrs),
                 cell_down_support=cell_down_support))
             error = lister.error
         except nova_exception.NovaException:
@@ -334,6 +335,9 @@ class IndexDriver(base.InstanceListDriver):
                     for bdm in bdms.get(uuid, ())]
         return found
 
+    def fill_services(self, ctx, instances, cell_of):
+        self.services.fill(ctx, instances, cell_of)
+
     def metadata(self, ctx, uuids, system=False):
         """The (system) metadata rows of some instances, as plain dicts.
 
@@ -377,9 +381,8 @@ class IndexDriver(base.InstanceListDriver):
         if 'fault' in attrs:
             # Joined in the query, as in Nova's get_instance_objects_sorted.
             attrs.remove('fault')
-        result = instance_obj._make_instance_list(
-            ctx, objects.InstanceList(), records, attrs)
+        result = nova_instances.make_instance_list(ctx, records, attrs)
         cell_of = _restore_ids(result)
         if want_services:
-            self.services.fill(ctx, result, lambda inst: cell_of[inst.uuid])
+            self.fill_services(ctx, result, lambda inst: cell_of[inst.uuid])
         return result, []

@@ -32,15 +32,16 @@ from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova import objects
-from nova.objects import instance as instance_obj
 from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.conf import searchlight as sl_conf
+from nova_ext.entry_points.internals import cells as nova_cells
+from nova_ext.entry_points.internals import instances as nova_instances
 from nova_ext import exception
-from nova_ext.index import cellhealth
 from nova_ext.instance_list import base
+from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import searchlight_overlay as overlay
 from nova_ext.instance_list import searchlight_query as query
 
@@ -75,9 +76,8 @@ def whole_seconds_cells():
     microseconds, which documents lose, so their order within a second
     would be unknown.
     """
-    nova_context.load_cells()
     backends = set()
-    for cell in nova_context.CELLS:
+    for cell in nova_cells.all_cells():
         try:
             url = sa.engine.make_url(cell.database_connection)
         except sa.exc.ArgumentError:
@@ -162,7 +162,7 @@ def cell_records(ctx, filters, uuids, attrs, timeout, building=False):
         cells[mapping.cell_mapping.uuid] = mapping.cell_mapping
         cell_of[mapping.instance_uuid] = mapping.cell_mapping.uuid
     narrowed = cell_filters(filters, [u for u in uuids if u in cell_of])
-    columns = instance_obj._expected_cols(list(attrs))
+    columns = nova_instances.expected_cols(list(attrs))
 
     def read(cctx):
         return main_db_api.instance_get_all_by_filters_sort(
@@ -207,8 +207,7 @@ def page(ctx, docs, rows, attrs, plan):
     # As Nova's get_instance_objects_sorted: the objects carry the
     # caller's context, and fault (joined in the query) is not set on them.
     attrs = [attr for attr in attrs if attr != 'fault']
-    return instance_obj._make_instance_list(
-        ctx, objects.InstanceList(), ordered, attrs)
+    return nova_instances.make_instance_list(ctx, ordered, attrs)
 
 
 def _hits(body):

@@ -50,6 +50,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.index import db
 from nova_ext.index import service_changes
 from nova_ext.instance_list import base
@@ -97,8 +98,8 @@ def read(ctx, hosts_by_cell):
                hosts_by_cell.items() for host in hosts}
     if not hosts_by_cell:
         return by_host
-    nova_context.load_cells()
-    cells = [cell for cell in nova_context.CELLS if cell.id in hosts_by_cell]
+    cells = [cell for cell in nova_cells.all_cells()
+             if cell.id in hosts_by_cell]
     id_of = {cell.uuid: cell.id for cell in cells}
     results = nova_context.scatter_gather_cells(
         ctx, cells, nova_context.CELL_TIMEOUT, _read,

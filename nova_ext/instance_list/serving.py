@@ -18,6 +18,11 @@ exactly is handed over (and counted); a driver that fails, is unreachable,
 too slow or too far behind is handed over and *latched off* for
 ``[nova_ext_instance_list]retry_interval`` seconds, with one warning, so a
 broken index costs neither errors nor a timeout per request.
+
+The API seam (``nova_ext.entry_points.api``) makes the :class:`Selector`,
+routes Nova's function through it and records both here
+(:func:`attached`); the rest of nova_ext asks :func:`selector` and
+:func:`stock`.
 """
 
 import contextlib
@@ -36,6 +41,59 @@ LOG = logging.getLogger(__name__)
 
 #: Seconds between two publications of the counters by one process.
 REPORT_INTERVAL = 10.0
+
+# Nova's own function and the Selector nova-api's list goes through, while
+# the API seam has the list routed; the Selector is None for as long as the
+# seam puts Nova's function back (its stock_instance_list).
+_STOCK = None
+_SELECTOR = None
+
+
+def attached(stock, selector):
+    """Record that nova-api's list goes through ``selector``.
+
+    :param stock: Nova's own ``get_instance_objects_sorted``, which the
+        seam replaced.
+    """
+    global _STOCK, _SELECTOR
+    _STOCK, _SELECTOR = stock, selector
+
+
+def detached():
+    """Record that nova-api lists with Nova's own function again.
+
+    :returns: Nova's function, or None when nothing was attached.
+    """
+    global _STOCK, _SELECTOR
+    stock, _STOCK, _SELECTOR = _STOCK, None, None
+    return stock
+
+
+@contextlib.contextmanager
+def suspended():
+    """Within, :func:`selector` is None: Nova's function lists meanwhile."""
+    global _SELECTOR
+    kept, _SELECTOR = _SELECTOR, None
+    try:
+        yield
+    finally:
+        _SELECTOR = kept
+
+
+def selector():
+    """The Selector nova-api's list goes through, or None."""
+    return _SELECTOR
+
+
+def stock():
+    """Nova's own ``get_instance_objects_sorted``, as Nova shipped it."""
+    if _STOCK is not None:
+        return _STOCK
+    # Imported here, as in the API seam: importing the seam, which imports
+    # this module, does not import Nova's compute code.
+    from nova.compute import instance_list as nova_instance_list
+
+    return nova_instance_list.get_instance_objects_sorted
 
 
 class Stats(object):

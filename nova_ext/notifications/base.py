@@ -20,6 +20,8 @@ import abc
 import dataclasses
 import fnmatch
 
+from nova_ext import plugins
+
 
 @dataclasses.dataclass(frozen=True)
 class Notification:
@@ -45,20 +47,16 @@ class Notification:
     context: dict
 
 
-class Consumer(abc.ABC):
-    """Consumes the versioned notifications it subscribes to."""
+class Consumer(plugins.Switched, abc.ABC):
+    """Consumes the versioned notifications it subscribes to.
+
+    A consumer is enabled when its ``enabled(conf)``
+    (:class:`nova_ext.plugins.Switched`) says so, or when it is listed in
+    ``[nova_ext_notifications]consumers``; the default is off.
+    """
 
     #: fnmatch patterns of the event types to receive.
     event_types = ()
-
-    @classmethod
-    def enabled(cls, conf):
-        """Whether the capability this consumer serves is switched on.
-
-        A consumer is also enabled when it is listed in
-        ``[nova_ext_notifications]consumers``. The default is off.
-        """
-        return False
 
     def wants(self, event_type):
         return any(fnmatch.fnmatchcase(event_type, pattern)

@@ -37,7 +37,8 @@ from nova_ext.index import consumer as index_consumer
 from nova_ext.index import db as index_db
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending as index_pending
-from nova_ext.instance_list import render_cache
+from nova_ext.instance_list import render
+from nova_ext.instance_list.render import render_cache
 from nova_ext.notifications import dispatcher
 
 CONF = cfg.CONF
@@ -133,6 +134,8 @@ class NovaExtFixture(fixtures.Fixture):
         # nova_ext; every test starts and ends with Nova's own.
         api_entry_point.detach_instance_list()
         self.addCleanup(api_entry_point.detach_instance_list)
+        # Loading the servers-list handler installs what rendering needs.
+        self.addCleanup(render.detach)
         self._write_api_paste(API in self.seams)
         if SCHEDULER in self.seams:
             self._attach_scheduler()

@@ -30,6 +30,7 @@ from nova.tests.unit import fake_crypto
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
+from nova_ext.cell0_rebuild import build_captures
 from nova_ext.cell0_rebuild import flow
 from nova_ext.cell0_rebuild import migration
 from nova_ext.cell0_rebuild import objects as ext_objects
@@ -37,7 +38,6 @@ from nova_ext.cmd import manage_db
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
-from nova_ext.object_migrations import build_captures
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import population

@@ -26,13 +26,13 @@ from nova import objects
 from oslo_utils import timeutils
 
 from nova_ext.compute_status import engine
+from nova_ext.compute_status import trait_callbacks
 from nova_ext.compute_status import watcher as watcher_mod
 from nova_ext.entry_points import scheduler as scheduler_ep
 from nova_ext import exception
 from nova_ext.notifications import dispatcher
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as func_fixtures
-from nova_ext.virt import trait_callbacks
 
 DISABLED = trait_callbacks.COMPUTE_STATUS_DISABLED
 DOWN = trait_callbacks.COMPUTE_STATUS_DOWN

@@ -61,6 +61,7 @@ from oslotest import base as oslotest_base
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from nova_ext.cell0_rebuild import build_captures
 from nova_ext.cell0_rebuild import migration as cell0_migration
 from nova_ext.cell0_rebuild import models as cell0_models
 from nova_ext import conf as ext_conf
@@ -69,7 +70,6 @@ from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
 from nova_ext.index import service_changes
 from nova_ext.index import source
-from nova_ext.object_migrations import build_captures
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_parity

@@ -22,16 +22,16 @@ import urllib.parse
 from oslo_serialization import jsonutils
 
 from nova.api.openstack import api_version_request
-from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import models as nova_models
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
+from nova_ext.entry_points.internals import orm as nova_orm
 from nova_ext.index import sync
-from nova_ext.instance_list import narrow
-from nova_ext.instance_list import render_cache
+from nova_ext.instance_list.render import render_cache
+from nova_ext.instance_list import serving
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import population
@@ -77,7 +77,7 @@ class IndexTestCase(base.NovaExtTestCase):
 
     @property
     def selector(self):
-        return nova_instance_list.get_instance_objects_sorted.nova_ext_selector
+        return serving.selector()
 
     def _get(self, api, uri):
         return api.api_request(uri, check_response_status=[])
@@ -347,13 +347,13 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         uri = 'servers/detail?all_tenants=1'
         first = self.assertSameAnswer(self.admin_api, uri)
         self.assertTrue(first.json()['servers'])
-        hits, narrowed = cache.hits, narrow.narrowed_queries
+        hits, narrowed = cache.hits, nova_orm.narrowed_queries
         self.assertSameAnswer(self.admin_api, uri)
         self.assertGreaterEqual(cache.hits - hits,
                                 len(first.json()['servers']))
         # Nova's list query was read narrow, for both requests through the
         # index (in batches); if Nova's query changes shape, this fails.
-        self.assertGreaterEqual(narrow.narrowed_queries - narrowed, 2)
+        self.assertGreaterEqual(nova_orm.narrowed_queries - narrowed, 2)
 
 
 class TestIndexFollowsNotifications(IndexTestCase):

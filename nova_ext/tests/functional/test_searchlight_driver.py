@@ -24,7 +24,6 @@ import operator
 import time
 
 from keystoneauth1 import loading as ks_loading
-from nova.compute import instance_list as nova_instance_list
 from oslo_config import cfg
 from requests_mock.contrib import fixture as rm_fixture
 
@@ -32,6 +31,7 @@ from nova_ext.conf import searchlight as sl_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.entry_points import db_writes
 from nova_ext.index import pending
+from nova_ext.instance_list import serving
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
@@ -130,7 +130,7 @@ class _SearchlightTestCase(base.NovaExtTestCase):
 
     @property
     def selector(self):
-        return nova_instance_list.get_instance_objects_sorted.nova_ext_selector
+        return serving.selector()
 
     def assertSameAnswer(self, api, uri, counted):
         """GET ``uri`` through the driver and through Nova; compare.

@@ -9,6 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+from nova_ext.api import base as api_base
 from nova_ext import exception
 from nova_ext import instance_list
 from nova_ext.instance_list import cells
@@ -16,6 +17,7 @@ from nova_ext import object_migrations
 from nova_ext import plugins
 from nova_ext import scheduler
 from nova_ext.scheduler import base as scheduler_base
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests import plugins as test_plugins
 from nova_ext.tests.unit import base
 from nova_ext import virt
@@ -105,6 +107,20 @@ class TestLoadMany(base.TestCase):
         self.assertRaises(TypeError, Incomplete)
 
 
+SWITCHED = 'nova_ext.tests.switched'
+
+
+class SwitchedOn(api_base.Handler):
+    """A handler whose capability is always on."""
+
+    @classmethod
+    def enabled(cls, conf):
+        return True
+
+    def __call__(self, request, application):
+        return request.get_response(application)
+
+
 class TestLoadSwitched(base.TestCase):
 
     def setUp(self):
@@ -124,6 +140,48 @@ class TestLoadSwitched(base.TestCase):
         self.assertRaises(exception.PluginNotFound, plugins.load_switched,
                           'nova_ext.api.handlers', object, self.conf.conf,
                           ['nope'])
+
+    def _install(self, entry_points):
+        self.useFixture(ext_fixtures.EntryPointsFixture(
+            {SWITCHED: entry_points}, name='nova-ext-test-switched'))
+
+    def test_switched_on_by_its_capability(self):
+        self._install({'b-on': 'nova_ext.tests.unit.test_plugins:SwitchedOn',
+                       'a-off': 'nova_ext.tests.plugins:RecordingHandler'})
+        loaded = plugins.load_switched(SWITCHED, api_base.Handler,
+                                       self.conf.conf, [])
+        self.assertEqual(['b-on'], [name for name, _ in loaded])
+        self.assertIsInstance(loaded[0][1], SwitchedOn)
+        loaded = plugins.load_switched(SWITCHED, api_base.Handler,
+                                       self.conf.conf, ['a-off'])
+        self.assertEqual(['a-off', 'b-on'], [name for name, _ in loaded])
+
+    def test_every_installed_plugin_is_checked(self):
+        self._install({'good': 'nova_ext.tests.plugins:RecordingHandler',
+                       'wrong': 'nova_ext.tests.plugins:NotAPlugin'})
+        e = self.assertRaises(exception.PluginTypeError,
+                              plugins.load_switched, SWITCHED,
+                              api_base.Handler, self.conf.conf, [])
+        self.assertIn("'wrong'", str(e))
+        self.assertIn(SWITCHED, str(e))
+
+    def test_broken_installed_plugin(self):
+        self._install({'broken': 'nova_ext.tests.no_such_module:Nothing'})
+        e = self.assertRaises(exception.PluginLoadFailed,
+                              plugins.load_switched, SWITCHED,
+                              api_base.Handler, self.conf.conf, [])
+        self.assertEqual('broken', e.entry_point.name)
+        self.assertIsInstance(e.error, ImportError)
+
+    def test_defined_twice(self):
+        self._install({'twice': 'nova_ext.tests.plugins:RecordingHandler'})
+        self.useFixture(ext_fixtures.EntryPointsFixture(
+            {SWITCHED: {'twice': 'nova_ext.tests.unit.test_plugins:'
+                                 'SwitchedOn'}},
+            name='nova-ext-test-switched-again'))
+        e = self.assertRaises(exception.NovaExtError, plugins.load_switched,
+                              SWITCHED, api_base.Handler, self.conf.conf, [])
+        self.assertIn("'twice' is defined more than once", str(e))
 
     def test_available_does_not_import(self):
         # test-broken fails on import; listing it must not import it.

@@ -15,6 +15,8 @@ pip only upgrades what a requirement rejects; so every requirement of
 nova_ext must already be met by the environment Nova 34 brings, and Nova
 itself must not be a requirement at all. And what nova_ext imports is
 required: a library Nova stops needing must not vanish from under it.
+Nor does the installed product import its tests or the developer tools
+(tools/nova-ext-tools), which are not installed with it.
 """
 
 import ast
@@ -22,6 +24,7 @@ import importlib.metadata
 import os
 import sys
 
+import fixtures
 from packaging import requirements
 from packaging import utils
 
@@ -37,11 +40,10 @@ NOT_REQUIRED = {
     'searchlightclient': (
         os.path.join('nova_ext', 'instance_list'),
         'optional, installed with --no-deps (see requirements.txt)'),
-    'testtools': (
-        os.path.join('nova_ext', 'demo'),
-        "the demo's cloud is Nova's functional harness, run by tox with "
-        'the test requirements'),
 }
+#: What no module of the product (nova_ext outside nova_ext/tests/) may
+#: import: the tests, and the developer tools' package.
+NOT_IMPORTED = ('nova_ext.tests', 'nova_ext_tools')
 
 
 def _requirements(name):
@@ -52,14 +54,36 @@ def _requirements(name):
                 yield requirements.Requirement(line)
 
 
-def _product_imports():
-    """``{top-level module: [file]}`` of what nova_ext's code imports.
+def _imported(tree):
+    """Every module an AST imports, by its full dotted name.
 
-    Every absolute import, at any depth (imports inside functions too),
-    of every module outside nova_ext/tests/ and the standard library.
+    Absolute imports at any depth (inside functions too), each name of a
+    ``from package import name`` (it may be a module), and the string
+    arguments of ``importlib.import_module`` and ``__import__``.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            yield node.module
+            yield from ('%s.%s' % (node.module, alias.name)
+                        for alias in node.names)
+        elif (isinstance(node, ast.Call) and node.args and
+                isinstance(node.args[0], ast.Constant) and
+                isinstance(node.args[0].value, str) and
+                getattr(node.func, 'attr',
+                        getattr(node.func, 'id', None)) in (
+                            'import_module', '__import__')):
+            yield node.args[0].value
+
+
+def _product_modules(root=ROOT):
+    """``{file relative to root: [module imported]}`` of the product.
+
+    Every module under nova_ext/ outside nova_ext/tests/.
     """
     found = {}
-    for top, dirs, files in os.walk(os.path.join(ROOT, 'nova_ext')):
+    for top, dirs, files in os.walk(os.path.join(root, 'nova_ext')):
         dirs[:] = [d for d in dirs if d != 'tests' and
                    not d.startswith(('.', '__'))]
         for name in files:
@@ -68,20 +92,35 @@ def _product_imports():
             path = os.path.join(top, name)
             with open(path) as f:
                 tree = ast.parse(f.read(), path)
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    modules = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and not node.level:
-                    modules = [node.module]
-                else:
-                    continue
-                for module in modules:
-                    module = module.split('.', 1)[0]
-                    if (module != 'nova_ext' and
-                            module not in sys.stdlib_module_names):
-                        found.setdefault(module, []).append(
-                            os.path.relpath(path, ROOT))
+            found[os.path.relpath(path, root)] = list(_imported(tree))
     return found
+
+
+def _product_imports():
+    """``{top-level module: [file]}`` of the libraries nova_ext imports.
+
+    Outside nova_ext itself and the standard library.
+    """
+    found = {}
+    for path, modules in _product_modules().items():
+        for module in modules:
+            module = module.split('.', 1)[0]
+            if (module != 'nova_ext' and
+                    module not in sys.stdlib_module_names):
+                paths = found.setdefault(module, [])
+                if path not in paths:
+                    paths.append(path)
+    return found
+
+
+def _forbidden_imports(root=ROOT):
+    """``['file: module']`` of the product's imports in NOT_IMPORTED."""
+    return sorted(
+        '%s: %s' % (path, module)
+        for path, modules in _product_modules(root).items()
+        for module in modules
+        if any(module == name or module.startswith(name + '.')
+               for name in NOT_IMPORTED))
 
 
 class TestRequirements(base.TestCase):
@@ -111,6 +150,45 @@ class TestRequirements(base.TestCase):
                     paths[0]))
         self.assertEqual([], missing,
                          'imported but not in requirements.txt')
+
+    def test_the_product_imports_no_tests_and_no_tools(self):
+        # The scan sees the product's imports of its own modules.
+        imported = {module for modules in _product_modules().values()
+                    for module in modules}
+        self.assertIn('nova_ext.conf', imported)
+        self.assertEqual([], _forbidden_imports())
+
+    def test_a_forbidden_import_is_found(self):
+        root = self.useFixture(fixtures.TempDir()).path
+        product = os.path.join(root, 'nova_ext', 'cmd')
+        os.makedirs(product)
+        os.makedirs(os.path.join(root, 'nova_ext', 'tests'))
+        sources = {
+            os.path.join(product, 'a.py'):
+                'from nova_ext.tests.functional import fixtures\n',
+            os.path.join(product, 'b.py'):
+                'def main():\n    from nova_ext import tests\n',
+            os.path.join(product, 'c.py'):
+                'import importlib\n'
+                "importlib.import_module('nova_ext_tools.cmd.bench')\n",
+            os.path.join(product, 'd.py'):
+                'from nova_ext import conf\n',
+            # The tests may import themselves.
+            os.path.join(root, 'nova_ext', 'tests', 'e.py'):
+                'from nova_ext.tests import fixtures\n',
+        }
+        for path, text in sources.items():
+            with open(path, 'w') as f:
+                f.write(text)
+        self.assertEqual(
+            [os.path.join('nova_ext', 'cmd', 'a.py') +
+             ': nova_ext.tests.functional',
+             os.path.join('nova_ext', 'cmd', 'a.py') +
+             ': nova_ext.tests.functional.fixtures',
+             os.path.join('nova_ext', 'cmd', 'b.py') + ': nova_ext.tests',
+             os.path.join('nova_ext', 'cmd', 'c.py') +
+             ': nova_ext_tools.cmd.bench'],
+            _forbidden_imports(root))
 
     def test_lower_bounds_are_novas(self):
         nova = {}

@@ -1,0 +1,124 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Server lists rendered from a driver's rows (``fast_render``).
+
+:func:`respond` answers ``GET /servers`` and ``GET /servers/detail``:
+Nova's controller validates the request (capture.py), the driver lists
+the page as rows (a :class:`~nova_ext.instance_list.base.RowsDriver`), and
+Nova's view builder renders them (fastpath.py, view.py, rows.py; with the
+render cache, render_cache.py and narrow.py); the body is serialised and
+the headers set as Nova's ``wsgi.Resource`` does. It skips what costs most
+and changes nothing in the answer: building Instance objects, gathering
+faults from every cell, and validating the response against Nova's
+schemas.
+"""
+
+from nova.api.openstack import wsgi as nova_wsgi
+
+from nova_ext import exception
+from nova_ext.instance_list.render import capture
+from nova_ext.instance_list.render import fastpath
+from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import render_cache
+from nova_ext.instance_list.render import rows
+from nova_ext.instance_list.render import view
+
+#: Raised when Nova's view code renders the request instead.
+NotRendered = fastpath.NotRendered
+
+
+class Declined(exception.NovaExtError):
+    """The driver did not list the page; Nova lists and renders it.
+
+    The selector has counted why.
+    """
+
+
+def attach():
+    """What rendering needs in this process, from now on (idempotent)."""
+    narrow.attach()
+
+
+def detach():
+    """Undo :func:`attach` (tests)."""
+    narrow.detach()
+
+
+def respond(conf, selector, request, detail):
+    """The response to a server list request, rendered from the index.
+
+    :param selector: the attached ``serving.Selector``, whose driver is a
+        ``RowsDriver``.
+    :param request: the webob request of ``GET /servers`` (or of
+        ``/servers/detail``, with ``detail``).
+    :returns: a webob response, or None when Nova's controller answers the
+        request without listing (an error): Nova then answers it.
+    :raises NotRendered: Nova renders this request.
+    :raises Declined: the driver did not list the page.
+    """
+    listing = capture.listing(request.environ, detail=detail)
+    if listing is None:
+        return None
+    try:
+        body = _body(conf, selector, listing)
+    except exception.UnsupportedNovaVersion as e:
+        raise NotRendered(str(e))
+    return _response(listing.request, body)
+
+
+def _body(conf, selector, listing):
+    rows.check_name_template()
+    ctx = listing.context
+    args = listing.kwargs
+    filters = fastpath.db_filters(ctx, args.get('search_opts') or {})
+    marker = fastpath.check_build_requests(ctx, filters, listing)
+    driver = selector.driver
+    cache = (render_cache.cache(conf) if listing.detail else None)
+    # With the render cache, the page is listed without the joins that
+    # only rendering reads; the rows it has to render are read in full
+    # afterwards.
+    attrs = [] if cache is not None else fastpath.query_attrs(listing)
+
+    def _records():
+        return driver.records(
+            ctx, filters, args.get('limit'), marker, attrs,
+            args.get('sort_keys'), args.get('sort_dirs'),
+            cell_down_support=args.get('cell_down_support', False))
+    if cache is not None:
+        def _listed(records=_records):
+            with narrow.narrowed(args.get('sort_keys')):
+                return records()
+    else:
+        _listed = _records
+    served, records = selector.attempt(driver, _listed)
+    if not served:
+        raise Declined()
+    if cache is not None:
+        return fastpath.render_cached(driver, listing, records, cache)
+    page = fastpath.instances(driver, ctx, listing, records)
+    return fastpath.render_or_hand(driver, view.builder(), listing, page)
+
+
+def _response(request, body):
+    """The webob response Nova's wsgi.Resource makes of a body."""
+    response = nova_wsgi.ResponseObject(body).serialize(
+        request, request.best_match_content_type())
+    version = request.api_version_request
+    if not version.is_null():
+        response.headers[nova_wsgi.API_VERSION_REQUEST_HEADER] = (
+            'compute ' + version.get_string())
+        response.headers[nova_wsgi.LEGACY_API_VERSION_REQUEST_HEADER] = (
+            version.get_string())
+        response.headers.add('Vary', nova_wsgi.API_VERSION_REQUEST_HEADER)
+        response.headers.add('Vary',
+                             nova_wsgi.LEGACY_API_VERSION_REQUEST_HEADER)
+    return response

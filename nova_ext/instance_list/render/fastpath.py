@@ -1,0 +1,231 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A server list page from index rows, rendered by Nova's own view code.
+
+This is ``nova.compute.api.API.get_all`` followed by the controller's
+``fill_faults`` and ``ViewBuilder.index``/``detail``, step for step, with
+two differences: the instances are :class:`rows.IndexedInstance` rather than
+Instance objects, and the faults are joined in the index query instead of
+gathered from every cell. What ``get_all`` would do in ways this cannot
+follow exactly is handed to Nova (``NotRendered``): a page holding build
+requests (Nova renders them from the serialized instances they keep), and IP
+address filters (matched through Neutron or in each instance's network
+info).
+"""
+
+from nova.api.openstack import api_version_request
+from nova import exception as nova_exception
+from nova import objects
+
+from nova_ext.entry_points.internals import server_views
+from nova_ext import exception
+from nova_ext.instance_list import base
+from nova_ext.instance_list.render import request_specs
+from nova_ext.instance_list.render import rows
+from nova_ext.instance_list.render import view
+
+
+class NotRendered(exception.NovaExtError):
+    """nova_ext does not render this request; Nova's view code does."""
+
+
+#: compute.API.get_all's renames of the API's filters into database columns.
+_RENAMED = {'image': 'image_ref', 'name': 'display_name',
+            'tenant_id': 'project_id'}
+_IP_FILTERS = frozenset(['ip', 'ip6', 'fixed_ip'])
+
+
+def db_filters(context, search_opts):
+    """The filters ``get_all`` queries the cells with."""
+    filters = {}
+    for opt, value in search_opts.items():
+        if opt in _IP_FILTERS:
+            raise NotRendered('IP address filters are matched outside the '
+                              'database')
+        if opt == 'flavor':
+            try:
+                flavor = objects.Flavor.get_by_flavor_id(context, value)
+            except nova_exception.FlavorNotFound:
+                raise NotRendered('flavor %s does not exist' % value)
+            filters['instance_type_id'] = flavor.id
+        else:
+            filters[_RENAMED.get(opt, opt)] = value
+    return filters
+
+
+def check_build_requests(context, filters, listing):
+    """The marker cells are listed from, once build requests are ruled out.
+
+    Build requests come first in Nova's order; they are looked up as
+    ``get_all`` does, and a page that holds any goes to Nova.
+    """
+    marker = listing.kwargs.get('marker')
+    try:
+        found = objects.BuildRequestList.get_by_filters(
+            context, filters, limit=listing.kwargs.get('limit'),
+            marker=marker, sort_keys=listing.kwargs.get('sort_keys'),
+            sort_dirs=listing.kwargs.get('sort_dirs'))
+    except nova_exception.MarkerNotFound:
+        return marker
+    if found:
+        raise NotRendered('build requests are on the page')
+    # The marker was a build request: the cells are listed from the start.
+    return None
+
+
+#: What the index query does not join, though get_all asks for it: the
+#: services (from the cells, instance_list/services.py), security groups
+#: (the view reads Neutron's) and the metadata (read without ORM objects,
+#: instances()).
+_NOT_JOINED = frozenset(['services', 'security_groups', 'metadata',
+                         'system_metadata'])
+
+
+def query_attrs(listing):
+    """What the index query joins: get_all's fields, faults for details."""
+    attrs = ['info_cache']
+    attrs.extend(a for a in listing.kwargs.get('expected_attrs') or []
+                 if a not in attrs and a not in _NOT_JOINED)
+    if listing.detail:
+        attrs.append('fault')
+    return attrs
+
+
+def instances(driver, context, listing, records, full=True):
+    """Index rows as instances, without the duplicates get_all drops.
+
+    :param full: whether the rows were read with their joins; the metadata
+        is read for those only.
+    """
+    seen = set()
+    page = []
+    for record in records:
+        if record['uuid'] not in seen:
+            seen.add(record['uuid'])
+            page.append(record)
+    uuids = [record['uuid'] for record in page]
+    # The list of servers shows neither; details show the metadata always
+    # and the system metadata where get_all was asked for it.
+    metadata = (driver.metadata(context, uuids)
+                if listing.detail and full else {})
+    system = (driver.metadata(context, uuids, system=True)
+              if full and 'system_metadata' in (
+                  listing.kwargs.get('expected_attrs') or []) else {})
+    for record in page:
+        record['metadata'] = metadata.get(record['uuid'], [])
+        record['system_metadata'] = system.get(record['uuid'], [])
+    flavors = {}
+    return [rows.IndexedInstance(record, flavors) for record in page]
+
+
+def render(driver, view_builder, listing, page, only=None):
+    """The response body, by Nova's view builder.
+
+    The volumes of the page are read from the index, where ``driver`` keeps
+    them.
+
+    :param only: the uuids whose volumes are read, or None for all: the
+        servers of a page rendered again (``PageRender.again``).
+    """
+    cell_down_support = listing.kwargs.get('cell_down_support', False)
+    if not listing.detail:
+        return view_builder.index(listing.request, page,
+                                  cell_down_support=cell_down_support)
+    if _shows_host_status(view_builder, listing):
+        # Rows a first pass of the page gave services keep them.
+        lacking = [inst for inst in page if 'services' not in inst]
+        if lacking:
+            driver.fill_services(listing.context, lacking,
+                                 lambda inst: inst.cell_id)
+
+    def volumes(ctx, uuids):
+        if only is not None:
+            uuids = [uuid for uuid in uuids if uuid in only]
+        return driver.volumes(ctx, uuids)
+    with view.volumes_from(volumes):
+        return view_builder.detail(listing.request, page,
+                                   cell_down_support=cell_down_support)
+
+
+def _shows_host_status(view_builder, listing):
+    """Whether the page's documents get ``host_status``.
+
+    It is the one use the view makes of the services Nova's list joins; so
+    they are read from the cells only for callers to whom policy shows it
+    (by default, admins).
+    """
+    if 'services' not in (listing.kwargs.get('expected_attrs') or []):
+        return False
+    if not api_version_request.is_supported(listing.request, '2.16'):
+        return False
+    return server_views.host_status_unknown_only(
+        view_builder, listing.context) is not None
+
+
+def render_or_hand(driver, view_builder, listing, page, only=None):
+    """render(), with what the rows cannot give turned into NotRendered."""
+    try:
+        return render(driver, view_builder, listing, page, only=only)
+    except base.Unservable as e:
+        raise NotRendered(str(e))
+
+
+def render_cached(driver, listing, records, cache):
+    """A detailed page, its documents from ``cache`` where they are.
+
+    ``records`` are the page's rows read without their joins. The page is
+    rendered once; rows whose documents were missing are then read in full
+    and the page rendered again, those rows by Nova's view.
+    """
+    context = listing.context
+    page = instances(driver, context, listing, records, full=False)
+    versions = driver.versions([i.uuid for i in page])
+    for instance in page:
+        instance.full = False
+        instance.render_version = versions.get(instance.uuid)
+    builder = view.builder()
+    environ = listing.request.environ
+    render = environ[view.RENDER] = view.PageRender(
+        cache, listing.request,
+        server_views.project_id_in_url(builder, listing.request))
+    try:
+        body = render_or_hand(driver, builder, listing, page)
+        if not render.missed:
+            return body
+        full = _full_rows(driver, listing, render.missed)
+        for n, instance in enumerate(page):
+            again = full.get(instance.uuid)
+            if again is not None:
+                again.render_version = instance.render_version
+                if 'services' in instance:
+                    again.services = instance.services
+                page[n] = again
+        render.again()
+        with request_specs.only(render.redo):
+            body = render_or_hand(driver, builder, listing, page,
+                                  only=render.redo)
+        if render.missed:
+            raise NotRendered('servers %s left the index while the page '
+                              'was rendered' % ', '.join(render.missed))
+        return body
+    finally:
+        environ.pop(view.RENDER, None)
+
+
+def _full_rows(driver, listing, uuids):
+    """``{uuid: instance}`` of rows read with their joins, deleted or not."""
+    context = listing.context.elevated(read_deleted='yes')
+    # The page's changes were applied before it was read.
+    records = driver.records(context, {'uuid': list(uuids)}, None, None,
+                             query_attrs(listing), ['uuid'], ['asc'],
+                             catch_up=False)
+    return {i.uuid: i for i in instances(driver, context, listing, records)}

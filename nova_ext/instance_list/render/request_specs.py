@@ -1,0 +1,112 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The two request spec fields a server list shows, read without the rest.
+
+From microversion 2.96 Nova's server list shows each server's pinned
+availability zone, and from 2.100 its scheduler hints, both from its
+RequestSpec; Nova builds the whole RequestSpec object of every listed server
+for them (``RequestSpec.get_by_instance_uuids``), which for a page of a
+thousand servers takes longer than everything else on the page. These are
+read here from the stored spec as they are. A spec whose object would hold
+something else (a server group, which Nova re-reads and may drop from the
+hints; a field absent from the stored spec) is built by Nova as usual.
+
+Decoding a stored spec is most of the cost, and specs rarely change: what
+a spec gave is kept per instance under a digest of its stored text, and
+reused while the stored text has that digest.
+"""
+
+import contextlib
+import contextvars
+import hashlib
+
+from nova import objects
+
+from nova_ext.entry_points.internals import request_specs as stored_specs
+
+#: Specs whose decoding is kept, beyond which all are forgotten.
+MAX_KEPT = 100000
+
+#: {instance uuid: (digest of the stored spec, Spec or None: built by Nova)}
+_KEPT = {}
+
+
+class Spec(object):
+    """What the server view reads of a RequestSpec."""
+
+    def __init__(self, instance_uuid, availability_zone, scheduler_hints):
+        self.instance_uuid = instance_uuid
+        self.availability_zone = availability_zone
+        self.scheduler_hints = scheduler_hints
+
+
+def _decode(uuid, stored):
+    """The Spec of a stored spec, or None if Nova must build it."""
+    fields = stored_specs.decode(stored)
+    return None if fields is None else Spec(uuid, *fields)
+
+
+def _digest(stored):
+    text = stored.encode('utf-8') if isinstance(stored, str) else stored
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
+_ONLY = contextvars.ContextVar('nova_ext_request_specs_only',
+                               default=None)
+
+
+@contextlib.contextmanager
+def only(uuids):
+    """Within, the specs of ``uuids`` alone are read, whatever is asked.
+
+    For a page rendered again: its other servers keep the documents the
+    first pass found, for which their specs were read.
+    """
+    token = _ONLY.set(frozenset(uuids))
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
+
+
+def get_by_instance_uuids(context, instance_uuids):
+    """As ``RequestSpec.get_by_instance_uuids``, for the server view."""
+    global _KEPT
+    wanted = _ONLY.get()
+    if wanted is not None:
+        instance_uuids = [u for u in instance_uuids if u in wanted]
+    if not instance_uuids:
+        return []
+    specs, left = [], []
+    if len(_KEPT) > MAX_KEPT:
+        _KEPT = {}
+    for uuid, stored in stored_specs.stored(context, instance_uuids):
+        digest = _digest(stored)
+        kept = _KEPT.get(uuid)
+        if kept is not None and kept[0] == digest:
+            spec = kept[1]
+        else:
+            spec = _decode(uuid, stored)
+            _KEPT[uuid] = (digest, spec)
+        if spec is None:
+            left.append(uuid)
+        else:
+            specs.append(spec)
+    if left:
+        specs.extend(objects.RequestSpec.get_by_instance_uuids(context, left))
+    return specs
+
+
+def reset():
+    """Forget the kept specs (tests)."""
+    global _KEPT
+    _KEPT = {}

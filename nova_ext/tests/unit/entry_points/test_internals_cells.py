@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What nova_ext relies on of Nova's per-process cell caches.
+
+``nova_ext.entry_points.internals.cells`` reads ``nova.context.CELLS`` and
+writes ``nova.context.CELL_CACHE``: these tests fail when Nova stops
+finding cells and their databases there.
+"""
+
+import inspect
+from unittest import mock
+
+import fixtures
+from nova.compute import instance_list as nova_instance_list
+from nova import context as nova_context
+from nova.db.main import api as main_db_api
+from nova import objects
+from oslo_utils import uuidutils
+from packaging import specifiers
+
+from nova_ext import compat
+from nova_ext.entry_points import internals
+from nova_ext.entry_points.internals import cells
+from nova_ext import exception
+from nova_ext.tests.unit import base
+
+
+def _cell(uuid=None):
+    return objects.CellMapping(
+        uuid=uuid or uuidutils.generate_uuid(), name='c',
+        database_connection='sqlite://', transport_url='none:///',
+        disabled=False)
+
+
+class TestCellCache(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        objects.register_all()
+        # Nova's own per-process caches, emptied for the test.
+        self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
+        self.useFixture(fixtures.MonkeyPatch('nova.context.CELLS', []))
+
+    def test_target_cell_takes_the_cached_database(self):
+        self.assertIsInstance(nova_context.CELL_CACHE, dict)
+        cell = _cell()
+        ours = main_db_api.create_context_manager('sqlite://')
+        cells.cache_database(cell.uuid, ours)
+        ctx = nova_context.get_admin_context()
+        with nova_context.target_cell(ctx, cell) as cctx:
+            self.assertIs(ours, cctx.db_connection)
+            # What Nova's database API then runs the cell's queries on.
+            self.assertIs(ours, main_db_api.get_context_manager(cctx))
+        self.assertEqual((ours, None), nova_context.CELL_CACHE[cell.uuid])
+
+    def test_set_target_cell_reads_the_cache_first(self):
+        # The cached database is taken as it is, never replaced by one
+        # made from the mapping's own database_connection.
+        source = inspect.getsource(nova_context.set_target_cell)
+        self.assertIn('CELL_CACHE[cell_mapping.uuid]', source)
+        cell = _cell()
+        cells.cache_database(cell.uuid, mock.sentinel.database)
+        ctx = nova_context.get_admin_context()
+        nova_context.set_target_cell(ctx, cell)
+        self.assertIs(mock.sentinel.database, ctx.db_connection)
+
+    def test_all_cells_are_novas_list_cells(self):
+        found = [_cell(), _cell()]
+        get_all = self.useFixture(fixtures.MockPatchObject(
+            objects.CellMappingList, 'get_all', return_value=found)).mock
+        self.assertEqual(found, cells.all_cells())
+        self.assertEqual(found, cells.all_cells())
+        # Loaded once per process, as Nova's list loads them.
+        get_all.assert_called_once()
+        self.assertEqual(found, nova_context.CELLS)
+        source = inspect.getsource(
+            nova_instance_list.get_instance_objects_sorted)
+        self.assertIn('context.load_cells()', source)
+        self.assertIn('cell_mappings = context.CELLS', source)
+
+
+class TestVersionGate(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        internals.check.cache_clear()
+        self.addCleanup(internals.check.cache_clear)
+        self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
+
+    def test_refuses_on_an_untested_nova(self):
+        self.useFixture(fixtures.MockPatchObject(
+            compat, 'TESTED_NOVA', specifiers.SpecifierSet('<1')))
+        self.assertRaises(exception.UnsupportedNovaVersion,
+                          cells.cache_database, 'u1', mock.sentinel.db)
+        self.assertRaises(exception.UnsupportedNovaVersion, cells.all_cells)
+        self.assertEqual({}, nova_context.CELL_CACHE)
+
+    def test_the_installed_nova_is_tested(self):
+        cells._check()

@@ -1,0 +1,85 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import time
+
+from oslo_db import exception as db_exc
+
+from nova_ext.index import pending
+from nova_ext.tests.unit.index import base as index_base
+
+
+class TestMarker(index_base.MarkerTestCase):
+
+    def test_batches_of_size(self):
+        marker = self.marker(size=100)
+        for n in range(250):
+            marker.add('u-%d' % n, float(n))
+        self.assertTrue(marker.flush(10))
+        self.assertEqual(250, len(self.marked()))
+        # One transaction per 100 or so, and one for the rest.
+        self.assertLessEqual(len(self.batches), 3)
+        self.assertEqual(250, sum(len(b) for b in self.batches))
+        self.assertEqual(250, marker.marked)
+
+    def test_changes_of_an_instance_make_one_mark(self):
+        marker = self.marker()
+        for when in (5.0, 1.0, 9.0):
+            marker.add('a', when)
+        self.assertTrue(marker.flush(10))
+        self.assertEqual([{'a': (1.0, 9.0)}], self.batches)
+        self.assertEqual({'a': (1.0, 9.0)}, self.marked())
+
+    def test_a_lone_change_waits_for_the_delay_only(self):
+        marker = self.marker(delay=0.05)
+        started = time.monotonic()
+        marker.add('a', 1.0)
+        while not self.marked():
+            self.assertLess(time.monotonic() - started, 10)
+            time.sleep(0.005)
+        self.assertGreaterEqual(time.monotonic() - started, 0.04)
+
+    def test_a_waiter_does_not_wait_for_the_delay(self):
+        marker = self.marker(delay=60)
+        marker.add('a', 1.0)
+        self.assertTrue(marker.wait(marker.add('b', 1.0), 10))
+        self.assertEqual([{'a': (1.0, 1.0), 'b': (1.0, 1.0)}], self.batches)
+
+    def test_a_mark_failing_twice_loses_nothing(self):
+        real, calls = self.real_mark, []
+
+        def fails_twice(engine, changes, holds=None, timeout=None):
+            calls.append(dict(changes))
+            if len(calls) <= 2:
+                raise db_exc.DBError('index away')
+            return real(engine, changes, holds, timeout=timeout)
+        pending.mark.side_effect = fails_twice
+        marker = self.marker(delay=0.001)
+        ticket = marker.add('a', 1.0)
+        # While it fails, a consumer does not wait for it.
+        deadline = time.monotonic() + 10
+        while not marker.failures and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self.assertFalse(marker.wait(ticket, 10))
+        marker.add('b', 2.0)
+        marker.add('a', 3.0)
+        self.assertTrue(marker.flush(10))
+        self.assertEqual({'a': (1.0, 3.0), 'b': (2.0, 2.0)}, self.marked())
+        self.assertEqual(2, marker.failures)
+        self.assertEqual({'a': (1.0, 1.0)}, calls[0])
+        self.assertTrue(marker.wait(ticket, 0))
+
+    def test_stop_records_what_is_buffered(self):
+        marker = self.marker(delay=60)
+        marker.add('a', 1.0)
+        marker.stop()
+        self.assertEqual({'a': (1.0, 1.0)}, self.marked())

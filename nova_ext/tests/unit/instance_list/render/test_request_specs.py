@@ -1,0 +1,63 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The two request spec fields a server list shows, read lightly."""
+
+import fixtures
+from oslo_serialization import jsonutils
+
+from nova_ext.instance_list.render import request_specs
+from nova_ext.tests.unit import base
+
+
+def _spec(zone, hints=None, group=None):
+    data = {'availability_zone': zone, 'scheduler_hints': hints or {}}
+    if group:
+        data['instance_group'] = group
+    return jsonutils.dumps({'nova_object.data': data})
+
+
+class TestRequestSpecs(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        request_specs.reset()
+        self.addCleanup(request_specs.reset)
+        self.stored = {}
+        self.useFixture(fixtures.MockPatchObject(
+            request_specs.stored_specs, 'stored',
+            lambda ctx, uuids: [(u, self.stored[u]) for u in uuids]))
+        self.decode = self.useFixture(fixtures.MockPatchObject(
+            request_specs, '_decode', side_effect=request_specs._decode)).mock
+        self.built = self.useFixture(fixtures.MockPatchObject(
+            request_specs.objects.RequestSpec, 'get_by_instance_uuids',
+            return_value=['built'])).mock
+
+    def zones(self, *uuids):
+        return [getattr(spec, 'availability_zone', spec) for spec in
+                request_specs.get_by_instance_uuids(None, list(uuids))]
+
+    def test_decoded_again_only_when_the_stored_spec_changes(self):
+        self.stored = {'a': _spec('az1'), 'b': _spec('az2', {'x': ['1']})}
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(2, self.decode.call_count)
+        self.stored['a'] = _spec('az3')
+        self.assertEqual(['az3', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(3, self.decode.call_count)
+
+    def test_specs_nova_must_build_stay_nova_built(self):
+        self.stored = {'a': _spec('az1', group={'name': 'g'}),
+                       'b': _spec(None)}
+        self.assertEqual([None, 'built'], self.zones('a', 'b'))
+        self.assertEqual([None, 'built'], self.zones('a', 'b'))
+        self.assertEqual(2, self.built.call_count)
+        self.built.assert_called_with(None, ['a'])

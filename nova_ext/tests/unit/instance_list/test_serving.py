@@ -1,0 +1,266 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The Selector: which answers come from the driver, which from Nova."""
+
+import threading
+from unittest import mock
+
+import fixtures
+from nova.compute import instance_list as nova_instance_list
+from nova import exception as nova_exception
+
+from nova_ext.entry_points import api as api_entry_point
+from nova_ext.instance_list import base as list_base
+from nova_ext.instance_list import cells
+from nova_ext.instance_list import serving
+from nova_ext.tests.unit import base
+
+
+class ScriptedDriver(list_base.InstanceListDriver):
+    """Answers, raises, or takes time, as each test scripts it."""
+
+    name = 'scripted'
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.calls = []
+        self.error = None
+        self.duration = 0.0
+        self.reported = []
+        self.probed = None
+
+    def get_instance_objects_sorted(self, ctx, filters, limit, marker,
+                                    expected_attrs, sort_keys, sort_dirs,
+                                    cell_down_support=False):
+        self.calls.append(filters)
+        # The driver may change what it is given; Nova must not see that.
+        filters['mangled'] = True
+        self.clock.now += self.duration
+        if self.error is not None:
+            raise self.error
+        return 'from-driver', []
+
+    def report_stats(self, counts):
+        self.reported.append(counts)
+
+    def probe(self):
+        return self.probed
+
+
+class TestSelector(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.flags(retry_interval=60, group='nova_ext_instance_list')
+        self.flags(query_timeout=5, group='nova_ext_index')
+        self.clock = base.Clock()
+        self.driver = ScriptedDriver(self.clock)
+        self.stock_calls = []
+        self.selector = serving.Selector(self.conf.conf, self.stock,
+                                         clock=self.clock)
+        self.selector._driver = self.driver
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_ext.instance_list.serving'))
+
+    def stock(self, ctx, filters, *args, **kwargs):
+        self.stock_calls.append(dict(filters))
+        return 'from-nova', []
+
+    def list(self, filters=None):
+        filters = {'project_id': 'p'} if filters is None else filters
+        return self.selector.get_instance_objects_sorted(
+            None, filters, 10, None, ['metadata'], ['created_at'], ['desc'])
+
+    def counts(self):
+        return self.selector.stats.snapshot()
+
+    def test_served(self):
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(1, self.counts()['served'])
+        self.assertEqual([], self.stock_calls)
+
+    def test_unservable_goes_to_nova_without_latching(self):
+        self.driver.error = list_base.Unservable('regex')
+        filters = {'project_id': 'p'}
+        self.assertEqual(('from-nova', []), self.list(filters))
+        self.assertEqual([{'project_id': 'p'}], self.stock_calls)
+        self.driver.error = None
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(1, self.counts()['unservable'])
+
+    def test_unavailable_latches_with_one_warning_then_retries(self):
+        self.driver.error = list_base.Unavailable('db down')
+        for _ in range(3):
+            self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, len(self.driver.calls))
+        self.assertEqual((1, 2), (self.counts()['unavailable'],
+                                  self.counts()['latched']))
+        self.assertEqual(1, self.logs.output.count('is off for 60 s'))
+        self.driver.error = None
+        self.clock.now += 61
+        self.assertEqual(('from-driver', []), self.list())
+
+    def test_a_client_error_is_novas_to_give_without_latching(self):
+        self.driver.error = nova_exception.MarkerNotFound(marker='m')
+        self.assertEqual(('from-nova', []), self.list())
+        self.driver.error = None
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(1, self.counts()['failed'])
+
+    def test_a_bug_in_the_driver_latches(self):
+        self.driver.error = KeyError('boom')
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, len(self.driver.calls))
+
+    def test_slow_answer_is_used_once_then_latched(self):
+        self.driver.duration = 6.0
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, self.counts()['slow'])
+
+    def test_slow_store_latches(self):
+        # The probe takes more than a tenth of query_timeout (and 0.1 s).
+        self.driver.duration, self.driver.probed = 6.0, 0.6
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, self.counts()['slow'])
+
+    def test_slow_request_of_a_quick_store_does_not_latch(self):
+        self.driver.duration, self.driver.probed = 6.0, 0.01
+        for _ in range(3):
+            self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual((3, 0), (self.counts()['slow'],
+                                  self.counts()['latched']))
+        self.assertIn("that request's own query is slow",
+                      self.counts()['last_reason'])
+        self.assertNotIn('is off', self.logs.output)
+
+    def test_counters_published_at_most_every_interval(self):
+        self.list()
+        self.list()
+        self.selector.wait_reported(5)
+        self.assertEqual(1, len(self.driver.reported))
+        self.clock.now += serving.REPORT_INTERVAL
+        self.list()
+        self.selector.wait_reported(5)
+        self.assertEqual(2, len(self.driver.reported))
+        self.assertEqual(3, self.driver.reported[-1]['served'])
+
+    def test_a_list_does_not_wait_for_its_counters(self):
+        # Another writer holds the index: publishing waits, the list not.
+        held = threading.Event()
+        self.addCleanup(held.set)
+        published = []
+        self.driver.report_stats = lambda counts: (
+            held.wait(30), published.append(counts))
+        self.assertEqual(('from-driver', []), self.list())
+        self.clock.now += serving.REPORT_INTERVAL
+        # Both lists answered while the first publication still waits; the
+        # second list's counters are not queued behind it.
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual([], published)
+        held.set()
+        self.selector.wait_reported(5)
+        self.assertEqual([1], [c['served'] for c in published])
+
+    def test_cells_driver_is_novas_path(self):
+        self.driver.name = 'cells'
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual([], self.driver.calls)
+
+
+class TestAttempt(TestSelector):
+    """attempt(): what nova_ext's own renderer runs the driver through."""
+
+    def test_served(self):
+        self.assertEqual((True, 'page'),
+                         self.selector.attempt(self.driver, lambda: 'page'))
+        self.assertEqual(1, self.selector.stats.snapshot()['served'])
+
+    def test_declined_latched_and_failed(self):
+        def raise_(error):
+            def call():
+                raise error
+            return call
+        self.assertEqual((False, None), self.selector.attempt(
+            self.driver, raise_(list_base.Unservable('a regex'))))
+        self.assertEqual((False, None), self.selector.attempt(
+            self.driver, raise_(nova_exception.MarkerNotFound(marker='m'))))
+        # A bad marker is the caller's error: not latched.
+        self.assertIsNone(self.selector.latched_until)
+        self.assertEqual((False, None), self.selector.attempt(
+            self.driver, raise_(list_base.Unavailable('down'))))
+        self.assertEqual((False, None),
+                         self.selector.attempt(self.driver, lambda: 'page'))
+        counts = self.selector.stats.snapshot()
+        self.assertEqual((1, 1, 1, 1, 0), (
+            counts['unservable'], counts['failed'], counts['unavailable'],
+            counts['latched'], counts['served']))
+
+    def test_stock_only_skips_the_driver_uncounted(self):
+        with self.selector.stock_only():
+            self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual([], self.driver.calls)
+        self.assertEqual(0, sum(
+            v for k, v in self.selector.stats.snapshot().items()
+            if k != 'last_reason'))
+        # Outside, the driver answers again.
+        self.assertEqual(('from-driver', []), self.list())
+
+
+class TestAttached(base.TestCase):
+    """What the API seam records here, and who reads it."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(driver='index', group='nova_ext_instance_list')
+        api_entry_point.detach_instance_list()
+        self.addCleanup(api_entry_point.detach_instance_list)
+
+    def test_nothing_attached(self):
+        self.assertIsNone(serving.selector())
+        self.assertIs(nova_instance_list.get_instance_objects_sorted,
+                      serving.stock())
+
+    def test_the_seam_records_its_selector_and_novas_function(self):
+        novas = nova_instance_list.get_instance_objects_sorted
+        selector = api_entry_point.attach_instance_list(self.conf.conf)
+        self.assertIs(selector, serving.selector())
+        self.assertIs(novas, serving.stock())
+        self.assertIsNot(novas, nova_instance_list.get_instance_objects_sorted)
+        # Attached again, as by a second paste load: Nova's function stays
+        # the stock one.
+        again = api_entry_point.attach_instance_list(self.conf.conf)
+        self.assertIs(again, serving.selector())
+        self.assertIs(novas, serving.stock())
+        with api_entry_point.stock_instance_list():
+            self.assertIsNone(serving.selector())
+            self.assertIs(novas,
+                          nova_instance_list.get_instance_objects_sorted)
+        self.assertIs(again, serving.selector())
+        api_entry_point.detach_instance_list()
+        self.assertIsNone(serving.selector())
+        self.assertIs(novas, nova_instance_list.get_instance_objects_sorted)
+
+    def test_the_cells_driver_calls_novas_function(self):
+        novas = mock.Mock(return_value=('from-nova', []))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.compute.instance_list.get_instance_objects_sorted', novas))
+        # Detached before Nova's function is put back.
+        self.addCleanup(api_entry_point.detach_instance_list)
+        api_entry_point.attach_instance_list(self.conf.conf)
+        self.assertEqual(('from-nova', []),
+                         cells.CellsDriver().get_instance_objects_sorted(
+                             'ctx', {}, 1, None, [], ['uuid'], ['asc']))
+        novas.assert_called_once_with('ctx', {}, 1, None, [], ['uuid'],
+                                      ['asc'], cell_down_support=False)
