@@ -163,6 +163,22 @@ that cannot be written never slows Nova by more than this once. On MySQL
 and MariaDB, whose lock waits count whole seconds, a write waits at most
 one second for another writer's row or table lock.
 """),
+    cfg.FloatOpt(
+        'capture_release_delay',
+        default=0.5,
+        min=0.0,
+        help="""
+Longest, in seconds, that the end of a Nova transaction waits to be
+recorded in the index (see ``capture``).
+
+Until it is recorded, the instance's mark stays held, and list requests
+re-read the instance from its cell. A transaction that changes the same
+instance meanwhile (Nova makes several in a row while it builds or deletes
+a server) keeps that mark instead of writing its own, so larger values
+make fewer index writes on Nova's write path, smaller ones leave fewer
+instances for list requests to re-read. Never shorter than
+``notification_batch_timeout``.
+"""),
     cfg.IntOpt(
         'catch_up_limit',
         default=200,

@@ -35,8 +35,10 @@ class Marker(object):
 
     :meth:`add` buffers a change and returns at once. One thread commits
     the buffer in one transaction when it holds ``size`` instances,
-    ``delay`` seconds after its oldest change, or as soon as someone waits
-    for it (:meth:`wait`, :meth:`flush`), whichever comes first; the
+    ``delay`` seconds after its oldest change (``release_delay`` after its
+    oldest if all it holds are releases of held marks), or as soon as
+    someone waits for it (:meth:`wait`, :meth:`flush`), whichever comes
+    first; the
     changes of one instance are coalesced into one mark. If the transaction
     fails, its changes go back into the buffer and are retried, with those
     that came meanwhile, after a backoff that doubles up to
@@ -44,16 +46,26 @@ class Marker(object):
     instance, however long the index stays unwritable.
     """
 
-    def __init__(self, conf, wake=None, size=None, delay=None):
+    def __init__(self, conf, wake=None, size=None, delay=None,
+                 release_delay=None):
         self.conf = conf
         self.size = size or conf.nova_ext_index.notification_batch_size
         self.delay = (conf.nova_ext_index.notification_batch_timeout
                       if delay is None else delay)
+        # A release is safe to keep: its held mark makes lists re-read the
+        # instance until it is committed. Kept longer, the next
+        # transaction on the instance takes it back (take_back_releases())
+        # and neither it nor that transaction's hold is written.
+        self.release_delay = max(
+            self.delay, conf.nova_ext_index.capture_release_delay
+            if release_delay is None else release_delay)
         self.wake = wake
         #: Changes committed, and transactions that failed.
         self.marked = self.failures = 0
         self._cond = threading.Condition()
-        self._buffer, self._oldest = {}, None
+        # When the oldest buffered change came, and the oldest of those
+        # that are not releases (monotonic), or None.
+        self._buffer, self._oldest, self._oldest_news = {}, None, None
         # {uuid: [holds, releases]} of the buffered changes (see
         # pending.mark).
         self._holds = {}
@@ -94,8 +106,12 @@ class Marker(object):
                 _add_holds(self._holds, {u: (holds, releases)
                                          for u in uuids})
             self._added += 1
+            now = time.monotonic()
             if self._oldest is None:
-                self._oldest = time.monotonic()
+                self._oldest = now
+                self._cond.notify_all()
+            if not covered and self._oldest_news is None:
+                self._oldest_news = now
                 self._cond.notify_all()
             elif len(self._buffer) >= self.size:
                 self._cond.notify_all()
@@ -199,16 +215,27 @@ class Marker(object):
             if not self._buffer:
                 return None
             # Let the changes that follow join this transaction.
-            self._cond.wait_for(
-                lambda: (self._stop or self._urgent or
-                         len(self._buffer) >= self.size),
-                self._oldest + self.delay - time.monotonic())
+            while not (self._stop or self._urgent or
+                       len(self._buffer) >= self.size):
+                left = self._due() - time.monotonic()
+                if left <= 0:
+                    break
+                # Woken early by news, which may be due sooner.
+                self._cond.wait(left)
             batch = (self._buffer, self._holds, self._added, self._oldest)
             self._inflight = self._buffer
             self._inflight_uncovered = self._uncovered
             self._buffer, self._holds, self._uncovered = {}, {}, set()
-            self._oldest, self._urgent = None, False
+            self._oldest = self._oldest_news = None
+            self._urgent = False
             return batch
+
+    def _due(self):
+        """When the buffer is to be committed (monotonic)."""
+        due = self._oldest + self.release_delay
+        if self._oldest_news is not None:
+            due = min(due, self._oldest_news + self.delay)
+        return due
 
     def _run(self):
         backoff = BACKOFF
@@ -250,6 +277,9 @@ class Marker(object):
             _merge(self._buffer, changes)
             _add_holds(self._holds, holds)
             self._oldest = min(oldest, self._oldest or oldest)
+            if self._uncovered:
+                self._oldest_news = min(oldest,
+                                        self._oldest_news or oldest)
             if self._stop:
                 LOG.error('nova_ext index: stopping with the changes of %d '
                           'instances not recorded (%s: %s); the reconcile '

@@ -222,6 +222,9 @@ class TestCatchUpLimit(_CaptureBase):
                                        networks='none') for n in (1, 2)]
         for server in servers:
             self.api.post_server_action(server['id'], {'lock': {}})
+        # Their transactions' ends recorded (capture_release_delay), the
+        # marks are done with once applied.
+        self.assertTrue(consumer.get_marker(ext_conf.CONF).flush(10))
         self.assertEqual(2, len(pending.take(self.index.engine, 10)))
         before = self.selector.stats.snapshot()
         self.assertSameAnswer(self.admin_api, 'servers/detail',

@@ -96,8 +96,9 @@ class MarkerTestCase(IndexDBTestCase):
                                                  side_effect=recording))
         self.useFixture(fixtures.MockPatchObject(marker, 'BACKOFF', 0.01))
 
-    def marker(self, size=100, delay=10.0):
-        running = marker.Marker(self.conf.conf, size=size, delay=delay)
+    def marker(self, size=100, delay=10.0, release_delay=None):
+        running = marker.Marker(self.conf.conf, size=size, delay=delay,
+                                release_delay=release_delay)
         self.addCleanup(running.stop)
         return running
 

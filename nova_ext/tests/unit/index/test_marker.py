@@ -83,3 +83,36 @@ class TestMarker(index_base.MarkerTestCase):
         marker.add('a', 1.0)
         marker.stop()
         self.assertEqual({'a': (1.0, 1.0)}, self.marked())
+
+    def test_releases_wait_for_the_release_delay(self):
+        marker = self.marker(delay=0.01, release_delay=60)
+        marker.add_all(['a'], 1.0, releases=1, covered=True)
+        time.sleep(0.2)
+        self.assertEqual([], self.batches)
+        # Kept, a release is there for the next transaction to take back.
+        self.assertEqual({'a'}, marker.take_back_releases(['a', 'b']))
+        self.assertEqual(set(), marker.take_back_releases(['a']))
+        marker.add_all(['c'], 2.0, releases=1, covered=True)
+        # News is due after the short delay, and takes the releases along.
+        marker.add('d', 3.0)
+        deadline = time.monotonic() + 10
+        while not self.batches:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.005)
+        self.assertEqual([{'a': (1.0, 1.0), 'c': (2.0, 2.0),
+                           'd': (3.0, 3.0)}], self.batches)
+
+    def test_releases_alone_are_recorded_after_the_release_delay(self):
+        marker = self.marker(delay=0.01, release_delay=0.2)
+        started = time.monotonic()
+        marker.add_all(['a'], 1.0, releases=1, covered=True)
+        while not self.marked():
+            self.assertLess(time.monotonic() - started, 10)
+            time.sleep(0.005)
+        self.assertGreaterEqual(time.monotonic() - started, 0.19)
+
+    def test_release_delay_is_never_shorter_than_the_delay(self):
+        self.assertEqual(5.0, self.marker(delay=5.0, release_delay=0.1)
+                         .release_delay)
+        self.flags(capture_release_delay=7.0, group='nova_ext_index')
+        self.assertEqual(7.0, self.marker(delay=5.0).release_delay)
