@@ -37,32 +37,25 @@ def exit_on_version(prog, args):
     parser.parse_known_args(args)
 
 
-def add_config_arguments(parser):
-    """``--config-file`` and ``--config-dir``, as Nova's commands take."""
-    parser.add_argument('--config-file', action='append', default=[],
-                        help='nova configuration file (repeatable)')
-    parser.add_argument('--config-dir', action='append', default=[],
-                        help='nova configuration directory (repeatable)')
-
-
-def configure(prog, args, reports=False):
+def configure(prog, argv, reports=False):
     """Load Nova's configuration the way nova-manage does; returns CONF.
 
-    Logging, CONF with project ``nova`` and the API and main database
-    facades; no RPC (a command that listens builds its own transport).
+    oslo.config parses ``argv`` (``--config-file``, ``--config-dir``,
+    oslo.log's ``--debug``, ``--log-file`` and the like, and the CLI
+    options registered on Nova's CONF before the call). Logging, CONF with
+    project ``nova`` and the API and main database facades; no RPC (a
+    command that listens builds its own transport).
 
+    :param argv: the arguments, without the program name.
     :param reports: the command prints a result on stdout (a table, JSON):
         its logs go to stderr unless nova.conf sends them elsewhere.
+    :raises: oslo.config's ``cfg.Error`` if nova.conf cannot be read;
+        ``SystemExit`` (argparse's, code 2) on a usage error.
     """
     from nova import config
     from nova import objects
 
-    argv = [prog]
-    for path in args.config_file:
-        argv += ['--config-file', path]
-    for path in args.config_dir:
-        argv += ['--config-dir', path]
-    config.parse_args(argv, init_rpc=False)
+    config.parse_args([prog] + list(argv), init_rpc=False, prog=prog)
     if reports:
         config.CONF.set_default('use_stderr', True)
     logging.setup(config.CONF, prog)

@@ -34,6 +34,11 @@ table|json]`` reports compute object id linkage (``compute_ids.py``).
 
 It reads the same nova.conf as nova-manage (API database and cell
 mappings) and talks to the cell databases directly, never to the Nova API.
+As nova-manage's, its command line is oslo.config's: the categories are a
+``SubCommandOpt``, after oslo.config's ``--config-file`` and
+``--config-dir`` and oslo.log's ``--debug``, ``--log-file`` and the like;
+``--version`` prints nova_ext's version.
+
 Every command that prints a result takes ``--format table|json``; the
 result alone goes to stdout, logs to stderr.
 
@@ -56,16 +61,20 @@ from nova_ext import conf as ext_conf  # noqa: F401
 
 LOG = logging.getLogger(__name__)
 
+PROG = 'nova-ext-manage'
+
 #: nova-manage's exit code for an error.
 ERROR = 255
 
 
-def build_parser():
-    parser = argparse.ArgumentParser(prog='nova-ext-manage',
-                                     description=__doc__.split('\n')[0])
-    common.add_config_arguments(parser)
-    area = parser.add_subparsers(dest='area', required=True)
-    index = area.add_parser('index', help='the instance index')
+def add_command_parsers(subparsers):
+    """The categories, their commands and their arguments.
+
+    oslo.config calls it with the sub-parsers of ``category_opt``; the
+    parsed values are the attributes of ``CONF.category`` (its ``name`` is
+    the category), which the category's handler gets as its ``args``.
+    """
+    index = subparsers.add_parser('index', help='the instance index')
     commands = index.add_subparsers(dest='command', required=True)
     sync = commands.add_parser('db_sync', help='create/upgrade the schema')
     sync.add_argument('--revision', default='head')
@@ -83,15 +92,16 @@ def build_parser():
     for sub in (verify, status):
         _add_format(sub)
     commands.add_parser('purge', help='drop expired tombstones')
-    db = area.add_parser('db', help='online data migrations')
+    db = subparsers.add_parser('db', help='online data migrations')
     commands = db.add_subparsers(dest='command', required=True)
     odm = commands.add_parser('online_data_migrations',
                               help='run the enabled migrations in every cell')
     odm.add_argument('--max-count', type=int, dest='max_count',
                      help='one batch of at most this many records per cell')
     _add_format(odm)
-    api_db = area.add_parser('api_db',
-                             help="nova_ext's tables in the API database")
+    api_db = subparsers.add_parser('api_db',
+                                   help="nova_ext's tables in the API "
+                                        "database")
     commands = api_db.add_subparsers(dest='command', required=True)
     sync = commands.add_parser('sync', help='create/upgrade the tables')
     sync.add_argument('--revision', default='head')
@@ -99,11 +109,11 @@ def build_parser():
                                                   "revision")
     for sub in (sync, version):
         _add_format(sub)
-    ids = area.add_parser('compute-ids', help='compute object id linkage')
+    ids = subparsers.add_parser('compute-ids',
+                                help='compute object id linkage')
     commands = ids.add_subparsers(dest='command', required=True)
     audit = commands.add_parser('audit', help='read-only linkage report')
     _add_format(audit)
-    return parser
 
 
 def _add_format(parser):
@@ -111,16 +121,52 @@ def _add_format(parser):
                         default='table')
 
 
+category_opt = cfg.SubCommandOpt('category', title='Command categories',
+                                 help='Available categories',
+                                 handler=add_command_parsers)
+
+
+def build_parser():
+    """The categories as an argparse parser, as oslo.config builds them.
+
+    For the CLI reference, and for tests and tools that run a category's
+    handler without nova.conf: ``parse_args(argv)`` gives the handler's
+    ``args``. oslo.config's and oslo.log's own options (``--config-file``,
+    ``--debug``, ...) are not in it.
+    """
+    parser = argparse.ArgumentParser(prog=PROG,
+                                     description=__doc__.split('\n')[0])
+    subparsers = parser.add_subparsers(
+        dest=category_opt.dest, title=category_opt.title,
+        help=category_opt.help, required=True)
+    add_command_parsers(subparsers)
+    return parser
+
+
 def _fail(error):
-    print('nova-ext-manage: %s: %s' % (type(error).__name__, error),
+    print('%s: %s: %s' % (PROG, type(error).__name__, error),
           file=sys.stderr)
     return ERROR
 
 
 def main(argv=None):
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from nova import config
+
+    argv = sys.argv[1:] if argv is None else argv
+    common.exit_on_version(PROG, argv)
+    config.CONF.register_cli_opt(category_opt)
     try:
-        conf = common.configure('nova-ext-manage', args, reports=True)
+        return _run(argv)
+    finally:
+        # Whoever parses Nova's CONF next in this process (a test, another
+        # command) gets it without this command's line or sub-commands.
+        config.CONF.clear()
+        config.CONF.unregister_opt(category_opt)
+
+
+def _run(argv):
+    try:
+        conf = common.configure(PROG, argv, reports=True)
     except cfg.Error as e:
         # A configuration file missing or unreadable: what is wrong, not
         # oslo.config's traceback.
@@ -130,10 +176,13 @@ def main(argv=None):
     from nova_ext.cmd import compute_ids
     from nova_ext.cmd import manage_db
     from nova_ext.cmd import manage_index
-    areas = {'index': manage_index.run, 'db': manage_db.run,
-             'api_db': manage_db.run_api_db, 'compute-ids': compute_ids.run}
+    categories = {'index': manage_index.run, 'db': manage_db.run,
+                  'api_db': manage_db.run_api_db,
+                  'compute-ids': compute_ids.run}
+    args = conf.category
     try:
-        return areas[args.area](nova_context.get_admin_context(), conf, args)
+        return categories[args.name](nova_context.get_admin_context(), conf,
+                                     args)
     except Exception as e:
-        LOG.debug('nova-ext-manage failed', exc_info=True)
+        LOG.debug('%s failed', PROG, exc_info=True)
         return _fail(e)
