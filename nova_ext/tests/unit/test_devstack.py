@@ -18,10 +18,10 @@ files) and of the api-paste.ini of the installed Nova, in a temporary
 directory.
 
 The ini functions (iniset, iniget, ...) are DevStack's own
-``inc/ini-config`` when a DevStack checkout is found at ``$DEVSTACK_DIR``
-or ``/opt/stack/devstack``; otherwise ``MINIMAL_INI_CONFIG_STANDIN``
-below, a minimal stand-in written for these tests (not DevStack's code):
-``test_ini_config_is_devstacks`` is skipped then, and its reason says so.
+``inc/ini-config``: that of a DevStack checkout found at ``$DEVSTACK_DIR``
+or ``/opt/stack/devstack``, else the copy in ``devstack_samples/ini-config``
+(from openstack/devstack at commit 493835a6, Apache License 2.0; the file
+says it has no external dependencies).
 The few other DevStack functions the plugin calls are stand-ins that
 record their calls (``DEVSTACK_STANDINS``).
 
@@ -52,115 +52,14 @@ CELL_URL = 'rabbit://stackrabbit:fake-secret@10.0.0.5:5672/nova_cell%d'
 
 
 def devstack_ini_config():
-    """DevStack's own inc/ini-config, if a checkout is found, else None."""
+    """DevStack's inc/ini-config: a checkout's, else the copy here."""
     for top in (os.environ.get('DEVSTACK_DIR'), '/opt/stack/devstack'):
         if top:
             path = os.path.join(top, 'inc', 'ini-config')
             if os.path.isfile(path):
                 return path
-    return None
+    return os.path.join(SAMPLES, 'ini-config')
 
-
-# A minimal stand-in for DevStack's inc/ini-config, used only when no
-# DevStack checkout is found: the functions the plugin calls, with the
-# behaviour it relies on (a new option, or a new section, goes right after
-# the section header or at the end; iniadd_literal inserts right after the
-# header; iniget_multiline joins the values with spaces). Written for
-# these tests; it is not DevStack's code.
-MINIMAL_INI_CONFIG_STANDIN_PY = r'''
-import os
-import sys
-
-
-def main(op, path, section, option, *values):
-    try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        lines = []
-    header = '[%s]' % section
-
-    def in_section():
-        inside = False
-        for i, line in enumerate(lines):
-            if line.startswith('['):
-                inside = line.startswith(header)
-                continue
-            key = line.split('=', 1)[0].rstrip(' \t')
-            if inside and '=' in line and key == option:
-                yield i
-
-    def value(i):
-        return lines[i].split('=', 1)[1].strip()
-
-    def insert_after_header(text):
-        for i, line in enumerate(lines):
-            if line.startswith(header):
-                lines.insert(i + 1, text)
-                return
-
-    if op == 'get':
-        found = [value(i) for i in in_section()]
-        print(found[0] if found else '')
-        return 0
-    if op == 'get_multiline':
-        print(' '.join(value(i) for i in in_section()))
-        return 0
-    if op == 'has':
-        return 0 if list(in_section()) else 1
-    if op == 'delete':
-        for i in reversed(list(in_section())):
-            del lines[i]
-    elif op == 'add_literal':
-        insert_after_header('%s = %s' % (option, values[0]))
-    elif op == 'set':
-        if not any(line.startswith(header) for line in lines):
-            lines.extend(['', header])
-        found = list(in_section())
-        if not found:
-            insert_after_header('%s = %s' % (option, values[0]))
-        for i in found:
-            lines[i] = '%s = %s' % (lines[i].split('=', 1)[0].rstrip(),
-                                    values[0])
-    tmp = path + '.tmp'
-    with open(tmp, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    os.replace(tmp, path)
-    return 0
-
-
-sys.exit(main(*sys.argv[1:]))
-'''
-
-MINIMAL_INI_CONFIG_STANDIN = r'''
-# MINIMAL_INI_CONFIG_STANDIN: not DevStack's inc/ini-config (see
-# nova_ext/tests/unit/test_devstack.py).
-function _standin_ini {
-    "$NOVA_EXT_TEST_PYTHON" "$NOVA_EXT_TEST_DIR/ini_standin.py" "$@"
-}
-function iniset {
-    [[ "$1" == "-sudo" ]] && shift
-    _standin_ini set "$1" "$2" "$3" "$4"
-}
-function iniget {
-    _standin_ini get "$1" "$2" "$3"
-}
-function iniget_multiline {
-    _standin_ini get_multiline "$1" "$2" "$3"
-}
-function ini_has_option {
-    [[ "$1" == "-sudo" ]] && shift
-    _standin_ini has "$1" "$2" "$3"
-}
-function inidelete {
-    [[ "$1" == "-sudo" ]] && shift
-    _standin_ini delete "$1" "$2" "$3"
-}
-function iniadd_literal {
-    [[ "$1" == "-sudo" ]] && shift
-    _standin_ini add_literal "$1" "$2" "$3" "$4"
-}
-'''
 
 # Stand-ins for the DevStack functions the plugin calls that are not ini
 # functions. Those that matter record their calls in $CALLS, one line each.
@@ -359,12 +258,6 @@ class DevStackPluginTest(base.TestCase):
             self._script(os.path.join(self.bin_dir, name), COMMAND_STANDIN)
 
         self.ini_config = devstack_ini_config()
-        if self.ini_config is None:
-            with open(os.path.join(self.tmp, 'ini_standin.py'), 'w') as f:
-                f.write(MINIMAL_INI_CONFIG_STANDIN_PY)
-            self.ini_config = os.path.join(self.tmp, 'ini-config-standin')
-            with open(self.ini_config, 'w') as f:
-                f.write(MINIMAL_INI_CONFIG_STANDIN)
         with open(os.path.join(self.tmp, 'standins.sh'), 'w') as f:
             f.write(DEVSTACK_STANDINS)
         self.harness = os.path.join(self.tmp, 'harness.sh')
@@ -580,12 +473,9 @@ class DevStackPluginTest(base.TestCase):
     # Which ini functions ran.
 
     def test_ini_config_is_devstacks(self):
-        if devstack_ini_config() is None:
-            self.skipTest(
-                'no DevStack checkout (DEVSTACK_DIR unset and '
-                '/opt/stack/devstack absent): these tests used '
-                'MINIMAL_INI_CONFIG_STANDIN, not inc/ini-config')
-        self.assertEqual(devstack_ini_config(), self.ini_config)
+        with open(self.ini_config) as f:
+            self.assertIn('# **inc/ini-config** - Configuration/INI '
+                          'functions', f.read())
         self.run_plugin('post-config')
         self.assertEqual(
             ['messagingv2', 'nova_ext'],

@@ -116,7 +116,9 @@ class TestWriteLockWait(_FileTestCase):
         super().setUp()
         migration.db_sync(self.conf.conf)
         self.engine = db.get_engine(self.conf.conf)
-        self.blocker = sqlite3.connect(self.path, isolation_level=None)
+        # Released by a timer thread in one test.
+        self.blocker = sqlite3.connect(self.path, isolation_level=None,
+                                       check_same_thread=False)
         self.addCleanup(self.blocker.close)
         self.blocker.execute('BEGIN IMMEDIATE')
 
