@@ -16,6 +16,9 @@ import os
 import sys
 
 import fixtures
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import test_fixtures
+from packaging import specifiers
 
 # Test plugins, by namespace, as a third party would install them.
 TEST_ENTRY_POINTS = {
@@ -42,6 +45,41 @@ TEST_ENTRY_POINTS = {
         'test-broken': 'nova_ext.tests.plugins:no_such_attribute',
     },
 }
+
+
+class InMemoryDatabase(fixtures.Fixture):
+    """An empty SQLite database in place of one of Nova's.
+
+    As Nova's own Database fixture puts one, with ``tables`` of
+    ``metadata`` created.
+
+    :param context_manager: Nova's transaction context to replace
+        (``nova.db.api.api.context_manager``, ``nova.db.main.api``'s).
+    :param tables: the tables to create; all of ``metadata`` by default.
+    """
+
+    def __init__(self, context_manager, metadata, tables=None):
+        super().__init__()
+        self.context_manager = context_manager
+        self.metadata = metadata
+        self.tables = tables
+
+    def _setUp(self):
+        facade = enginefacade.transaction_context()
+        facade.configure(connection='sqlite://')
+        self.useFixture(test_fixtures.ReplaceEngineFacadeFixture(
+            self.context_manager, facade))
+        self.engine = self.context_manager.writer.get_engine()
+        self.metadata.create_all(self.engine, tables=self.tables)
+
+
+class UntestedNova(fixtures.Fixture):
+    """``nova_ext.compat.TESTED_NOVA`` names no release: every gate refuses."""
+
+    def _setUp(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.compat.TESTED_NOVA',
+            specifiers.SpecifierSet('>=99.0.0')))
 
 
 class EntryPointsFixture(fixtures.Fixture):

@@ -12,10 +12,9 @@
 """nova-compute's startup links: when they run, and only there."""
 
 import fixtures
-from packaging import specifiers
 
 from nova_ext.entry_points import compute
-from nova_ext.entry_points import internals
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 
@@ -88,12 +87,8 @@ class TestStartup(base.TestCase):
         self.assertEqual([compute.RETRY_INTERVAL] * 2, clock.slept)
 
     def test_untested_nova_runs_nothing(self):
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
         self._as_nova_compute()
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.compat.TESTED_NOVA',
-            specifiers.SpecifierSet('>=99.0.0')))
+        self.useFixture(ext_fixtures.UntestedNova())
         log = self.useFixture(fixtures.FakeLogger(level='ERROR'))
         clock = _Clock()
         compute._when_started(self.conf.conf, wait=10.0, clock=clock,

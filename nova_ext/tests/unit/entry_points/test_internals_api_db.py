@@ -16,22 +16,18 @@ the API database with ``nova.db.api.api.context_manager``: these tests fail
 when Nova's objects stop reaching the API database through it.
 """
 
-import fixtures
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova import objects
 from oslo_db.sqlalchemy import enginefacade
-from oslo_db.sqlalchemy import test_fixtures
 from oslo_utils import uuidutils
-from packaging import specifiers
 import sqlalchemy as sa
 
-from nova_ext import compat
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import api_db
 from nova_ext import exception
 from nova_ext.index import refresh
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 CELLS = api_models.CellMapping.__table__
@@ -42,15 +38,9 @@ class TestContextManager(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        # A database of its own in the place of Nova's, as Nova's own
-        # Database fixture puts one.
-        facade = enginefacade.transaction_context()
-        facade.configure(connection='sqlite://')
-        self.useFixture(test_fixtures.ReplaceEngineFacadeFixture(
-            api_db_api.context_manager, facade))
-        self.engine = api_db_api.get_engine()
-        api_models.BASE.metadata.create_all(self.engine,
-                                            tables=[CELLS, MAPPINGS])
+        self.engine = self.useFixture(ext_fixtures.InMemoryDatabase(
+            api_db_api.context_manager, api_models.BASE.metadata,
+            tables=[CELLS, MAPPINGS])).engine
         objects.register_all()
         self.ctx = nova_context.get_admin_context()
 
@@ -101,14 +91,8 @@ class TestContextManager(base.TestCase):
 
 class TestVersionGate(base.TestCase):
 
-    def setUp(self):
-        super().setUp()
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
-
     def test_refuses_on_an_untested_nova(self):
-        self.useFixture(fixtures.MockPatchObject(
-            compat, 'TESTED_NOVA', specifiers.SpecifierSet('<1')))
+        self.useFixture(ext_fixtures.UntestedNova())
         called = []
 
         def fn(context):

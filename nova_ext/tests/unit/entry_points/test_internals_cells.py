@@ -25,12 +25,10 @@ from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova import objects
 from oslo_utils import uuidutils
-from packaging import specifiers
 
-from nova_ext import compat
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import cells
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 
@@ -92,13 +90,10 @@ class TestVersionGate(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
         self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
 
     def test_refuses_on_an_untested_nova(self):
-        self.useFixture(fixtures.MockPatchObject(
-            compat, 'TESTED_NOVA', specifiers.SpecifierSet('<1')))
+        self.useFixture(ext_fixtures.UntestedNova())
         self.assertRaises(exception.UnsupportedNovaVersion,
                           cells.cache_database, 'u1', mock.sentinel.db)
         self.assertRaises(exception.UnsupportedNovaVersion, cells.all_cells)

@@ -18,14 +18,12 @@ class, so a call that no longer binds to Nova's signature fails here.
 import inspect
 from unittest import mock
 
-import fixtures
 from nova.compute import api as compute_api
-from packaging import specifiers
 
 from nova_ext.cell0_rebuild import compute_api as cell0_api
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import compute_api as api_internals
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 
@@ -111,11 +109,7 @@ class TestComputeAPI(base.TestCase):
                           if hasattr(compute_api.API, name)})
 
     def test_refused_on_untested_nova(self):
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.compat.TESTED_NOVA',
-            specifiers.SpecifierSet('>=99.0.0')))
+        self.useFixture(ext_fixtures.UntestedNova())
         calls = [
             (api_internals.get_image, (self.api, 'ctx', 'href')),
             (api_internals.check_auto_disk_config, (self.api, {}, True)),

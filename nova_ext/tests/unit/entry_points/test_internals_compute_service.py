@@ -16,11 +16,10 @@ import importlib.util
 import fixtures
 from nova.db.main import api as main_db_api
 from nova.objects import base as nova_objects_base
-from packaging import specifiers
 
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import compute_service
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 
@@ -53,10 +52,6 @@ class TestComputeService(base.TestCase):
         self.assertTrue(compute_service.is_nova_compute())
 
     def test_refused_on_untested_nova(self):
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.compat.TESTED_NOVA',
-            specifiers.SpecifierSet('>=99.0.0')))
+        self.useFixture(ext_fixtures.UntestedNova())
         self.assertRaises(exception.UnsupportedNovaVersion,
                           compute_service.is_nova_compute)

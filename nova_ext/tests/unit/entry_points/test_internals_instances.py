@@ -20,18 +20,15 @@ list stops doing so, or the functions change.
 import inspect
 import re
 
-import fixtures
 from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova import objects
 from nova.objects import instance as instance_obj
 from nova.tests.unit import fake_instance
-from packaging import specifiers
 
-from nova_ext import compat
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import instances
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 
@@ -72,14 +69,8 @@ class TestInstances(base.TestCase):
 
 class TestVersionGate(base.TestCase):
 
-    def setUp(self):
-        super().setUp()
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
-
     def test_refuses_on_an_untested_nova(self):
-        self.useFixture(fixtures.MockPatchObject(
-            compat, 'TESTED_NOVA', specifiers.SpecifierSet('<1')))
+        self.useFixture(ext_fixtures.UntestedNova())
         self.assertRaises(exception.UnsupportedNovaVersion,
                           instances.expected_cols, [])
         self.assertRaises(exception.UnsupportedNovaVersion,

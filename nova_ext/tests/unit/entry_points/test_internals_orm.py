@@ -21,21 +21,16 @@ longer narrowed, or narrowed where it must not be.
 
 import datetime
 
-import fixtures
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models
-from oslo_db.sqlalchemy import enginefacade
-from oslo_db.sqlalchemy import test_fixtures
 from oslo_utils import uuidutils
-from packaging import specifiers
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import orm as sa_orm
 
-from nova_ext import compat
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import orm
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 COLUMNS = ('id', 'uuid', 'deleted', 'created_at')
@@ -51,12 +46,8 @@ class TestNarrowing(base.TestCase):
         super().setUp()
         # Nova picks its regular expression operator by this option.
         self.flags(connection='sqlite://', group='database')
-        facade = enginefacade.transaction_context()
-        facade.configure(connection='sqlite://')
-        self.useFixture(test_fixtures.ReplaceEngineFacadeFixture(
-            main_db_api.context_manager, facade))
-        engine = main_db_api.get_engine()
-        models.BASE.metadata.create_all(engine)
+        engine = self.useFixture(ext_fixtures.InMemoryDatabase(
+            main_db_api.context_manager, models.BASE.metadata)).engine
         self.uuids = [uuidutils.generate_uuid() for _ in range(3)]
         with engine.begin() as conn:
             for n, uuid in enumerate(self.uuids):
@@ -123,14 +114,11 @@ class TestVersionGate(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
         orm.detach_narrowing()
         self.addCleanup(orm.detach_narrowing)
 
     def test_refuses_on_an_untested_nova(self):
-        self.useFixture(fixtures.MockPatchObject(
-            compat, 'TESTED_NOVA', specifiers.SpecifierSet('<1')))
+        self.useFixture(ext_fixtures.UntestedNova())
         self.assertFalse(orm.attach_narrowing(lambda: COLUMNS))
         self.assertFalse(_listening())
 

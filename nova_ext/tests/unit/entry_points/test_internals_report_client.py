@@ -14,14 +14,12 @@
 import inspect
 from unittest import mock
 
-import fixtures
 from nova.compute import provider_tree
 from nova.scheduler.client import report
-from packaging import specifiers
 
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import report_client
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 RP = '7d6a4b9c-35f6-4c1e-9a50-0f2b3c4d5e6f'
@@ -81,11 +79,7 @@ class TestReportClient(base.TestCase):
         self.assertEqual([RP], self.client._provider_tree.get_provider_uuids())
 
     def test_refused_on_untested_nova(self):
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.compat.TESTED_NOVA',
-            specifiers.SpecifierSet('>=99.0.0')))
+        self.useFixture(ext_fixtures.UntestedNova())
         self.assertRaises(exception.UnsupportedNovaVersion,
                           report_client.cache_provider_traits,
                           self.client, RP, {'CUSTOM_A'}, 3)

@@ -17,20 +17,15 @@ stores there: these tests store real RequestSpecs with Nova's own objects
 and fail when what nova_ext decodes is not what Nova's objects read back.
 """
 
-import fixtures
 from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova import objects
-from oslo_db.sqlalchemy import enginefacade
-from oslo_db.sqlalchemy import test_fixtures
 from oslo_utils import uuidutils
-from packaging import specifiers
 
-from nova_ext import compat
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import request_specs
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 SPECS = api_models.RequestSpec.__table__
@@ -40,12 +35,9 @@ class TestStoredSpecs(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        facade = enginefacade.transaction_context()
-        facade.configure(connection='sqlite://')
-        self.useFixture(test_fixtures.ReplaceEngineFacadeFixture(
-            api_db_api.context_manager, facade))
-        api_models.BASE.metadata.create_all(api_db_api.get_engine(),
-                                            tables=[SPECS])
+        self.useFixture(ext_fixtures.InMemoryDatabase(
+            api_db_api.context_manager, api_models.BASE.metadata,
+            tables=[SPECS]))
         objects.register_all()
         self.ctx = nova_context.get_admin_context()
 
@@ -98,14 +90,8 @@ class TestStoredSpecs(base.TestCase):
 
 class TestVersionGate(base.TestCase):
 
-    def setUp(self):
-        super().setUp()
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
-
     def test_refuses_on_an_untested_nova(self):
-        self.useFixture(fixtures.MockPatchObject(
-            compat, 'TESTED_NOVA', specifiers.SpecifierSet('<1')))
+        self.useFixture(ext_fixtures.UntestedNova())
         self.assertRaises(exception.UnsupportedNovaVersion,
                           request_specs.stored, None, ['u1'])
         self.assertRaises(exception.UnsupportedNovaVersion,

@@ -23,12 +23,10 @@ from unittest import mock
 import fixtures
 from nova.api.openstack.compute.views import servers as views_servers
 from nova.compute import api as compute_api
-from packaging import specifiers
 
-from nova_ext import compat
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import server_views
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 
@@ -137,14 +135,11 @@ class TestVersionGate(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
         self.useFixture(fixtures.MockPatchObject(
             compute_api.API, '__init__', return_value=None))
 
     def test_refuses_on_an_untested_nova(self):
-        self.useFixture(fixtures.MockPatchObject(
-            compat, 'TESTED_NOVA', specifiers.SpecifierSet('<1')))
+        self.useFixture(ext_fixtures.UntestedNova())
         builder = mock.Mock()
         self.assertRaises(exception.UnsupportedNovaVersion,
                           server_views.ViewBuilder)

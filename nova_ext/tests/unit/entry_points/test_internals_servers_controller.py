@@ -17,11 +17,10 @@ from unittest import mock
 import fixtures
 from nova.api.openstack.compute import servers as nova_servers
 from nova.compute import api as compute_api
-from packaging import specifiers
 
-from nova_ext.entry_points import internals
 from nova_ext.entry_points.internals import servers_controller
 from nova_ext import exception
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
 
 
@@ -63,11 +62,7 @@ class TestServersController(base.TestCase):
             [{'uuid': 'n1'}])
 
     def test_refused_on_untested_nova(self):
-        internals.check.cache_clear()
-        self.addCleanup(internals.check.cache_clear)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.compat.TESTED_NOVA',
-            specifiers.SpecifierSet('>=99.0.0')))
+        self.useFixture(ext_fixtures.UntestedNova())
         ctrl = mock.create_autospec(nova_servers.ServersController,
                                     instance=True)
         self.assertRaises(exception.UnsupportedNovaVersion,
