@@ -105,16 +105,11 @@ def _mark_sqlite(engine, rows, timeout, cooperative):
     BEGIN, the statement and COMMIT, each a wait for the interpreter lock.
     """
     with engine.connect() as conn:
-        dialect = conn.dialect
-        compiled = _COMPILED.get(dialect)
-        if compiled is None:
-            compiled = _COMPILED[dialect] = _upsert('sqlite').compile(
-                dialect=dialect)
+        compiled = _compiled(conn.dialect, _upsert('sqlite'))
         head, group, tail = _values_group(compiled.string)
         sql = '%s%s%s' % (head, ', '.join([group] * len(rows)), tail)
         params = [value for row in rows
-                  for value in (compiled.construct_params(row)[name]
-                                for name in compiled.positiontup)]
+                  for value in _parameters(compiled, row)]
         sqlite.autocommit(conn, sql, params,
                           (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
                            else timeout), cooperative)
@@ -181,14 +176,25 @@ def _execute_upsert(conn, upsert, rows):
     if len(rows) > 1 and dialect.name != 'sqlite':
         conn.execute(upsert, rows)
         return
+    compiled = _compiled(dialect, upsert)
+    conn.exec_driver_sql(compiled.string,
+                         [_parameters(compiled, row) for row in rows])
+
+
+def _compiled(dialect, upsert):
+    """``upsert`` compiled for ``dialect``, once."""
     compiled = _COMPILED.get(dialect)
     if compiled is None:
         compiled = _COMPILED[dialect] = upsert.compile(dialect=dialect)
-    params = [compiled.construct_params(row) for row in rows]
+    return compiled
+
+
+def _parameters(compiled, row):
+    """A row's parameters as the driver takes them for ``compiled``."""
+    params = compiled.construct_params(row)
     if compiled.positional:
-        params = [tuple(p[name] for name in compiled.positiontup)
-                  for p in params]
-    conn.exec_driver_sql(compiled.string, params)
+        return tuple(params[name] for name in compiled.positiontup)
+    return params
 
 
 def _mark(conn, rows):
