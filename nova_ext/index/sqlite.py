@@ -27,6 +27,7 @@ SQLite is the index's embedded default. Several processes share the file
 
 import contextlib
 import os
+import sqlite3
 import time
 import urllib.parse
 
@@ -173,21 +174,7 @@ def begin_write(conn, wait, cooperative):
     :param cooperative: wait by sleeping between tries; else inside SQLite,
         which under eventlet blocks every greenthread.
     """
-    if not cooperative:
-        busy_timeout(conn, int(wait * 1000))
-        return conn.begin()
-    busy_timeout(conn, 0)
-    deadline = time.monotonic() + wait
-    pause = _POLL[0]
-    while True:
-        try:
-            return conn.begin()
-        except sa_exc.OperationalError as e:
-            left = deadline - time.monotonic()
-            if 'locked' not in str(e.orig) or left <= 0:
-                raise
-        time.sleep(min(pause, left))
-        pause = min(pause * 2, _POLL[1])
+    return _waiting_for_lock(conn, conn.begin, wait, cooperative)
 
 
 def autocommit(conn, sql, params, wait, cooperative):
@@ -202,29 +189,34 @@ def autocommit(conn, sql, params, wait, cooperative):
     :param wait, cooperative: as :func:`begin_write`.
     """
     dbapi_connection = conn.connection.dbapi_connection
+    try:
+        _waiting_for_lock(
+            conn, lambda: dbapi_connection.execute(sql, params), wait,
+            cooperative)
+    finally:
+        busy_timeout(conn, READ_BUSY_TIMEOUT_MS)
+
+
+def _waiting_for_lock(conn, attempt, wait, cooperative):
+    """``attempt()``, waiting at most ``wait`` s for the write lock.
+
+    :param cooperative: as :func:`begin_write`.
+    """
     if not cooperative:
         busy_timeout(conn, int(wait * 1000))
-        try:
-            dbapi_connection.execute(sql, params)
-        finally:
-            busy_timeout(conn, READ_BUSY_TIMEOUT_MS)
-        return
+        return attempt()
     busy_timeout(conn, 0)
     deadline = time.monotonic() + wait
     pause = _POLL[0]
-    try:
-        while True:
-            try:
-                dbapi_connection.execute(sql, params)
-                return
-            except dbapi_connection.OperationalError as e:
-                left = deadline - time.monotonic()
-                if 'locked' not in str(e) or left <= 0:
-                    raise
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, _POLL[1])
-    finally:
-        busy_timeout(conn, READ_BUSY_TIMEOUT_MS)
+    while True:
+        try:
+            return attempt()
+        except (sa_exc.OperationalError, sqlite3.OperationalError) as e:
+            left = deadline - time.monotonic()
+            if 'locked' not in str(getattr(e, 'orig', e)) or left <= 0:
+                raise
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, _POLL[1])
 
 
 @contextlib.contextmanager
