@@ -55,10 +55,12 @@ def refresh(ctx, conf, uuids):
 
     Each instance is read from the cell its instance mapping names. An
     instance without a mapping has been archived (or never existed) and
-    leaves the index. One whose mapping has no cell is a build request,
-    which Nova lists from the API database; it leaves the index too, since
-    a row the index holds for it is from a cell it has left (a server
-    rebuilt from cell0 is hard-deleted there, without a delete event).
+    leaves the index. One whose mapping has no cell yet is looked for in
+    every cell: Nova lists what the cells hold, whatever the mapping says,
+    and its conductor creates the instance in a cell before it maps it
+    there. Found in none, it is a build request only, which Nova lists
+    from the API database, and it leaves the index (a server rebuilt from
+    cell0 is hard-deleted there, without a delete event).
 
     :returns: ``(Totals, failed uuids)``; a cell that cannot be read fails
         its uuids without failing the others.
@@ -69,9 +71,11 @@ def refresh(ctx, conf, uuids):
     if not uuids:
         return totals, failed
     ctx = ctx.elevated(read_deleted='yes')
-    mapped = cells_of(ctx, uuids)
+    mapped, unsure = locate(ctx, uuids)
+    failed.extend(unsure)
     by_cell = _by_cell(mapped)
-    unmapped = [u for u in uuids if mapped.get(u) is None]
+    unmapped = [u for u in uuids
+                if mapped.get(u) is None and u not in failed]
     if unmapped:
         totals = totals._replace(removed=_again_if_raced(
             remove, engine, unmapped))
@@ -137,10 +141,50 @@ def cells_of(context, uuids):
         .where(mappings.c.instance_uuid.in_(uuids))).all())
 
 
+def locate(ctx, uuids):
+    """The cell of each of ``uuids`` in which Nova lists it.
+
+    That of its instance mapping; for an instance whose mapping names no
+    cell yet, the cell that holds it, if any.
+
+    :returns: ``({uuid: cell uuid}, [uuids that could not be located])``,
+        without the uuids that have no mapping, nor those in no cell.
+    """
+    mapped = cells_of(ctx, uuids)
+    unplaced = [u for u, cell_uuid in mapped.items() if cell_uuid is None]
+    if not unplaced:
+        return mapped, []
+    found, unsure = _find_in_cells(ctx, unplaced)
+    mapped.update(found)
+    return {u: c for u, c in mapped.items() if c is not None}, unsure
+
+
+def _find_in_cells(ctx, uuids):
+    """Which cell holds each of ``uuids``, whose mappings name none.
+
+    :returns: ``({uuid: cell uuid} of those found, [uuids of a cell that
+        could not be read and were found in no other])``.
+    """
+    cells = objects.CellMappingList.get_all(ctx)
+    results = _each_cell(ctx, {cell.uuid: uuids for cell in cells},
+                         source.present, mappings=cells)
+    found, unread = {}, False
+    for cell_uuid, result in sorted(results.items()):
+        if isinstance(result, set):
+            found.update((uuid, cell_uuid) for uuid in result)
+        else:
+            unread = True
+    if unread or len(results) < len(cells):
+        LOG.warning('nova_ext index: a cell could not be read to look for '
+                    'instances being scheduled')
+        return found, [u for u in uuids if u not in found]
+    return found, []
+
+
 def in_cells(ctx, mapped):
     """The uuids whose instance row is in the cell their mapping names.
 
-    :param mapped: ``{uuid: cell uuid}``, as :func:`cells_of` gives.
+    :param mapped: ``{uuid: cell uuid}``, as :func:`locate` gives.
     :returns: a set of uuids, or None if a cell could not be read.
     """
     results = _each_cell(ctx.elevated(read_deleted='yes'), _by_cell(mapped),
@@ -162,11 +206,12 @@ def _by_cell(mapped):
     return by_cell
 
 
-def _each_cell(ctx, by_cell, read):
+def _each_cell(ctx, by_cell, read, mappings=None):
     """``read(cctxt, cell, uuids)`` in each cell of ``by_cell``, in parallel.
 
     As Nova's own list reads its cells. The cell mappings come from one
-    query, where a page's changes span most cells.
+    query, where a page's changes span most cells, unless given
+    (``mappings``, every cell's).
 
     :returns: ``{cell uuid: result}``; a result is the exception a read
         raised, or Nova's sentinel of a cell that did not answer. A cell
@@ -174,8 +219,9 @@ def _each_cell(ctx, by_cell, read):
     """
     if not by_cell:
         return {}
-    cells = {cell.uuid: cell for cell in objects.CellMappingList.get_all(ctx)
-             if cell.uuid in by_cell}
+    if mappings is None:
+        mappings = objects.CellMappingList.get_all(ctx)
+    cells = {cell.uuid: cell for cell in mappings if cell.uuid in by_cell}
 
     def run(cctxt):
         cell = cells[cctxt.cell_uuid]

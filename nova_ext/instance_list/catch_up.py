@@ -97,9 +97,9 @@ class CatchUp(object):
         deleted = [r['uuid'] for r in records if r['deleted']]
         if not deleted:
             return
-        mapped = refresh.cells_of(ctx, deleted)
+        mapped, unsure = refresh.locate(ctx, deleted)
         present = refresh.in_cells(ctx, mapped)
-        if present is None:
+        if present is None or unsure:
             raise base.Unservable('a cell of the listed deleted servers '
                                   'could not be read')
         archived = [uuid for uuid in deleted if uuid not in present]

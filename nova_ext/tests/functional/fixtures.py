@@ -20,6 +20,7 @@ swaps in a fake notifier in TestCase.setUp), the fixture re-runs Nova's own
 ``rpc.init`` with the operator configuration.
 """
 
+import collections
 import os
 import sys
 import time
@@ -274,6 +275,46 @@ class NovaWrites(fixtures.Fixture):
     def _end(self, conn):
         if conn.info.pop(self._DIRTY, False):
             self.count += 1
+
+
+class MarkWrites(fixtures.Fixture):
+    """Counts the writes of marks to the index, and those that failed.
+
+    A hold is the mark a Nova transaction writes on its own thread before
+    it commits (``capture.hold``, not cooperatively): a hold that fails has
+    waited for the index, and Nova's write with it. Counted by
+    ``(phase(), hold or not, failed or not)``.
+
+    :param phase: what the test is doing, as a hashable value.
+    """
+
+    def __init__(self, phase):
+        super().__init__()
+        self.phase = phase
+        self.counts = collections.Counter()
+
+    def _setUp(self):
+        mark = index_pending.mark
+
+        def counted(engine, events, holds=None, timeout=None,
+                    cooperative=True):
+            key = (self.phase(), not cooperative)
+            try:
+                mark(engine, events, holds, timeout=timeout,
+                     cooperative=cooperative)
+            except Exception:
+                self.counts[key + (True,)] += 1
+                raise
+            self.counts[key + (False,)] += 1
+        self.useFixture(fixtures.MonkeyPatch(
+            index_pending.__name__ + '.mark', counted))
+
+    def failed_holds(self, phase):
+        return self.counts[(phase, True, True)]
+
+    def commits(self, phase):
+        """Marks recorded by the marker, not holds."""
+        return self.counts[(phase, False, False)]
 
 
 def first_difference(want, got, path=''):

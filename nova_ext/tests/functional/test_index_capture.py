@@ -18,9 +18,12 @@ byte for byte with Nova's answer at that moment, and must have been served
 by the index.
 """
 
+import threading
+
 from nova.cmd import manage
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
+from oslo_db import exception as db_exc
 
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import db_writes
@@ -209,6 +212,44 @@ class TestCaptureReadYourWrites(_CaptureBase):
                          list(pending.take(engine, 10)))
         self.assertListsNow()
         self.assertEqual({}, pending.take(engine, 10))
+
+
+class TestCaptureUnmappedInstance(_CaptureBase):
+    """An instance in a cell whose mapping names no cell."""
+
+    CAST_AS_CALL = False
+
+    def test_a_build_that_fails_before_its_mapping(self):
+        # Nova's conductor creates the instance in its cell, and maps it
+        # there only later; here it fails in between, as when its database
+        # errs, and leaves the instance in the cell, unmapped.
+        failed = threading.Event()
+
+        def fail(*args, **kwargs):
+            failed.set()
+            raise db_exc.DBError('the quota check failed, as the test '
+                                 'asked')
+        self.stub_out('nova.conductor.manager.ComputeTaskManager.'
+                      '_recheck_quota', fail)
+        # In cell2: Nova's API looks for an unmapped instance in its own
+        # database, which in this harness is cell1's, and deletes it there.
+        server = self.admin_api.post_server({'server': {
+            'name': 'unmapped', 'flavorRef': '1', 'networks': 'none',
+            'imageRef': '155d900f-4e14-4e4c-a73d-069cbf4541e6',
+            'availability_zone': 'nova:compute2-1'}})
+        self.assertTrue(failed.wait(10))
+        # Its build request is listed, and Nova's view renders it.
+        self.build_request_ids.add(server['id'])
+        self.assertSameAnswer(self.admin_api, 'servers')
+        self.assertSameAnswer(self.admin_api, 'servers/detail',
+                              timed=[server['id']])
+        # Deleted while booting: the build request goes, the instance
+        # stays in its cell, where Nova lists it.
+        self.admin_api.delete_server(server['id'])
+        self.build_request_ids.discard(server['id'])
+        got = self.assertSameAnswer(self.admin_api, 'servers')
+        self.assertIn(server['id'], got.text)
+        self.assertListsNow()
 
 
 class TestCatchUpLimit(_CaptureBase):
