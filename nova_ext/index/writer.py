@@ -16,9 +16,15 @@ instance, the ``updated_at`` of the row it holds and when that row was read,
 and a read that is older on both counts is dropped. Duplicate and
 out-of-order refreshes are therefore harmless, which is what lets the
 notification paths retry freely.
+
+It also remembers a digest of every row it holds of the instance: a read
+that finds the same rows only records when it was read (``checked_at``),
+and ``read_at``, when the rows were last written, stays: the render cache
+keys documents by it.
 """
 
 import collections
+import hashlib
 
 import sqlalchemy as sa
 
@@ -32,7 +38,8 @@ BOOK = sa.table(
     sa.column('uuid', sa.String), sa.column('cell_uuid', sa.String),
     sa.column('source_id', sa.Integer),
     sa.column('source_updated_at', sa.DateTime),
-    sa.column('read_at', sa.Float), sa.column('deleted_at', sa.DateTime))
+    sa.column('read_at', sa.Float), sa.column('deleted_at', sa.DateTime),
+    sa.column('digest', sa.String), sa.column('checked_at', sa.Float))
 
 Outcome = collections.namedtuple('Outcome',
                                  'written stale hidden removed missing')
@@ -42,7 +49,21 @@ def _is_stale(book, row, read_at):
     held, new = book.source_updated_at, row['updated_at']
     if held is not None and (new is None or new < held):
         return True
-    return new == held and read_at < book.read_at
+    return new == held and read_at < max(book.read_at,
+                                         book.checked_at or 0.0)
+
+
+def digest(read, uuid):
+    """A digest of every row ``read`` holds of ``uuid``.
+
+    The cell's rows come in a fixed order (``source.read``), so the same
+    rows give the same digest; rows in another order only cost a write.
+    """
+    parts = [read.cell_uuid, read.instances[uuid]]
+    parts.extend(read.children.get(table.name, {}).get(uuid, ())
+                 for table, _key in source.CHILDREN)
+    parts.append(read.security_groups.get(uuid, ()))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def _book(conn, uuids):
@@ -117,8 +138,22 @@ def _insert(conn, writes):
          'source_id': read.instances[uuid]['id'],
          'source_updated_at': read.instances[uuid]['updated_at'],
          'read_at': read.read_at,
-         'deleted_at': read.instances[uuid]['deleted_at']}
+         'deleted_at': read.instances[uuid]['deleted_at'],
+         'digest': digest(read, uuid)}
         for read, uuids in writes for uuid in uuids])
+
+
+def _touch(conn, reads):
+    """Record when rows that the index holds already were read again.
+
+    :param reads: ``[(read_at, uuid)]``; each is newer than the book's
+        times (else it would be stale).
+    """
+    if reads:
+        conn.execute(sa.update(BOOK).where(
+            BOOK.c.uuid == sa.bindparam('touched')).values(
+            checked_at=sa.bindparam('at')),
+            [{'touched': uuid, 'at': at} for at, uuid in reads])
 
 
 def apply(engine, read, uuids):
@@ -141,7 +176,7 @@ def apply_reads(engine, reads):
     out = Outcome([], [], [], [], [])
     with db.begin_write(engine) as conn:
         book = _book(conn, [u for _read, uuids in reads for u in uuids])
-        writes, remove = [], []
+        writes, remove, same = [], [], []
         for read, uuids in reads:
             write = []
             for uuid in uuids:
@@ -159,6 +194,9 @@ def apply_reads(engine, reads):
                 elif (held is not None and held.cell_uuid == read.cell_uuid
                         and _is_stale(held, row, read.read_at)):
                     out.stale.append(uuid)
+                elif (held is not None and held.digest is not None and
+                        held.digest == digest(read, uuid)):
+                    same.append((read.read_at, uuid))
                 else:
                     write.append(uuid)
             writes.append((read, write))
@@ -166,5 +204,7 @@ def apply_reads(engine, reads):
         delete_rows(conn, written + remove)
         out.removed.extend(remove)
         _insert(conn, writes)
+        _touch(conn, same)
         out.written.extend(written)
+        out.written.extend(uuid for _at, uuid in same)
     return out

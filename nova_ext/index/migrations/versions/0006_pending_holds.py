@@ -23,7 +23,6 @@ Create Date: 2026-11-25
 """
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
 from nova_ext.index.migrations import ddl
 
@@ -32,7 +31,7 @@ down_revision = '0005'
 branch_labels = None
 depends_on = None
 
-EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
+EPOCH = ddl.EPOCH
 
 
 def upgrade():

@@ -98,3 +98,55 @@ class TestWriter(index_base.IndexDBTestCase):
                            index_base.cell_read(self.CELL1, 2.0), [u])
         self.assertEqual([u], out.removed)
         self.assertEqual({}, self.held())
+
+    def book(self, uuid):
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(writer.BOOK).where(
+                writer.BOOK.c.uuid == uuid)).one()
+
+    def test_the_same_rows_read_again_only_record_when(self):
+        u, t0 = 'u-6', index_base.T0
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 1.0, index_base.instance_row(u, 1, t0, 'a'),
+            tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u])
+        first = self.book(u)
+        self.assertIsNotNone(first.digest)
+        statements = []
+
+        def record(conn, cursor, statement, *args):
+            statements.append(statement.split()[0])
+        sa.event.listen(self.engine, 'before_cursor_execute', record)
+        out = writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 2.0, index_base.instance_row(u, 1, t0, 'a'),
+            tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u])
+        sa.event.remove(self.engine, 'before_cursor_execute', record)
+        self.assertEqual([u], out.written)
+        again = self.book(u)
+        # When it was read is recorded; when it was written (the render
+        # cache's key) stays.
+        self.assertEqual((first.digest, 1.0, 2.0),
+                         (again.digest, again.read_at, again.checked_at))
+        # The book read and updated; no row deleted or inserted.
+        self.assertEqual(['SELECT', 'UPDATE'],
+                         [s for s in statements if s != 'BEGIN'])
+        # A slow read from before that check is older than it: dropped.
+        out = writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 1.5, index_base.instance_row(u, 1, t0, 'a'),
+            tags={u: [{'resource_id': u, 'tag': 'old'}]}), [u])
+        self.assertEqual([u], out.stale)
+        # A related row changed (the instance row did not): written anew.
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 3.0, index_base.instance_row(u, 1, t0, 'a'),
+            tags={u: [{'resource_id': u, 'tag': 'y'}]}), [u])
+        self.assertNotEqual(first.digest, self.book(u).digest)
+        with self.engine.connect() as conn:
+            self.assertEqual(['y'], [r.tag for r in conn.execute(sa.select(
+                nova_models.Tag.__table__))])
+
+    def test_the_digest_is_the_cells(self):
+        u, t0 = 'u-7', index_base.T0
+        one = index_base.cell_read(
+            self.CELL1, 1.0, index_base.instance_row(u, 1, t0, 'a'))
+        two = index_base.cell_read(
+            self.CELL2, 1.0, index_base.instance_row(u, 1, t0, 'a'))
+        self.assertNotEqual(writer.digest(one, u), writer.digest(two, u))
