@@ -35,8 +35,10 @@ it, and are compared with Nova's made after every child. So the cloud's
 process takes a :class:`Snapshot` of every cloned server's name and
 ``updated_at`` before the first churn child; each churn child puts back,
 at its start and at its end, every server that differs from it
-(:func:`restore`, through capture too) and applies every mark, so that
-the index holds the rows it was synced with and nothing is pending. The
+(:func:`restore`, through capture too), applies every mark, and reads
+anew into the index the servers whose rows there are not the snapshot's
+(the index keeps the churned rows, whose ``updated_at`` is newer), so
+that the index holds the rows it was synced with and nothing is pending. The
 cloud's process then checks (:func:`settled`); a child killed before its
 end (isolate.py) is repaired there, in a child of its own, before the
 next child is forked. A restored row is the synced row byte for byte, and
@@ -60,6 +62,7 @@ from nova_ext.index import db as index_db
 from nova_ext.index import pending
 from nova_ext.index import refresh
 from nova_ext.index import sync
+from nova_ext.index import writer
 
 from nova_ext_tools.bench import isolate
 from nova_ext_tools.bench import listquery
@@ -91,6 +94,18 @@ class Snapshot(object):
             for uuid in exclude:
                 rows.pop(uuid, None)
             self.rows[cell_uuid] = rows
+
+    def index_drift(self):
+        """The uuids whose row in the index is not the snapshot's."""
+        book = writer.BOOK
+        held = {}
+        with index_db.get_engine(CONF).connect() as conn:
+            for row in conn.execute(sa.select(book.c.uuid,
+                                              book.c.source_updated_at)):
+                held[row.uuid] = row.source_updated_at
+        return sorted(uuid for rows in self.rows.values()
+                      for uuid, (_name, updated_at) in rows.items()
+                      if held.get(uuid) != updated_at)
 
     def drift(self, ctx):
         """``{cell uuid: {uuid: (name, updated_at)}}`` that differ now.
@@ -183,6 +198,23 @@ def _apply_all(ctx):
                        'failed)' % (pending.count(engine), len(skip)))
 
 
+def _read_anew(ctx, uuids):
+    """Make the index hold the rows the cells hold of ``uuids`` now.
+
+    A restored row's ``updated_at`` is older than that of the churned row
+    the index holds, which the index keeps (it never moves an instance
+    back in time): the rows are dropped from the index and read anew.
+    """
+    engine = index_db.get_engine(CONF)
+    for start in range(0, len(uuids), APPLY_BATCH):
+        batch = uuids[start:start + APPLY_BATCH]
+        refresh.remove(engine, batch)
+        _totals, failed = refresh.refresh(ctx, CONF, batch)
+        if failed:
+            raise RuntimeError('%d restored servers could not be read '
+                               'again' % len(failed))
+
+
 def restore(snapshot):
     """Put back every server that differs from ``snapshot``; apply all.
 
@@ -200,10 +232,15 @@ def restore(snapshot):
                     for uuid, (name, updated_at) in rows.items()}
         for cell_uuid, rows in drift.items()})
     _apply_all(ctx)
+    _read_anew(ctx, snapshot.index_drift())
     left = snapshot.drift(ctx)
     if left:
         raise RuntimeError('%d servers still differ after a churn restore'
                            % sum(len(rows) for rows in left.values()))
+    stale = snapshot.index_drift()
+    if stale:
+        raise RuntimeError('the index holds other rows than the cells of %d '
+                           'servers after a churn restore' % len(stale))
     return sum(len(rows) for rows in drift.values())
 
 
@@ -326,6 +363,7 @@ def settled(snapshot, usage=None):
     """
     ctx = nova_context.get_admin_context()
     differ = sum(len(rows) for rows in snapshot.drift(ctx).values())
+    differ += len(snapshot.index_drift())
     marks = pending.count(index_db.get_engine(CONF))
     if not differ and not marks:
         return 0
