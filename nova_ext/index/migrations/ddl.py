@@ -19,10 +19,6 @@ columns through these, so running ``db_sync`` again completes it.
 
 from alembic import op
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
-
-#: A time in epoch seconds: MySQL's FLOAT is single precision.
-EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
 
 
 def _inspector():

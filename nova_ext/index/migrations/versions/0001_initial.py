@@ -44,7 +44,7 @@ DATETIME = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
 # Epoch seconds. MySQL's FLOAT is single precision: a time.time() in it is
 # off by up to a minute, which breaks the index's lag (nova-api would call
 # a fresh index stale) and the writer's which-read-is-newer test.
-EPOCH = ddl.EPOCH
+EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
 # As Nova's own tables: MySQL's server default may be latin1, which cannot
 # hold the names Nova's utf8 tables hold, and its collation is what name
 # filters and sorts compare with; InnoDB for transactions.

@@ -17,6 +17,7 @@ Create Date: 2026-12-01
 """
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
 from nova_ext.index.migrations import ddl
 
@@ -28,7 +29,7 @@ depends_on = None
 # Kept here rather than imported from 0001: a migration must stay as it was
 # written whatever later revisions do to their neighbours. MySQL's FLOAT is
 # single precision, too coarse for epoch seconds compared across hosts.
-EPOCH = ddl.EPOCH
+EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
 _TABLE_OPTIONS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8'}
 
 

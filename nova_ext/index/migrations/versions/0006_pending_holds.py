@@ -23,6 +23,7 @@ Create Date: 2026-11-25
 """
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
 from nova_ext.index.migrations import ddl
 
@@ -31,7 +32,7 @@ down_revision = '0005'
 branch_labels = None
 depends_on = None
 
-EPOCH = ddl.EPOCH
+EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
 
 
 def upgrade():

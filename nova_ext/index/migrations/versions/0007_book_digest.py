@@ -23,6 +23,7 @@ Create Date: 2026-11-27
 """
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
 from nova_ext.index.migrations import ddl
 
@@ -31,8 +32,8 @@ down_revision = '0006'
 branch_labels = None
 depends_on = None
 
-
-EPOCH = ddl.EPOCH
+# Kept here, as in every revision: a migration stays as it was written.
+EPOCH = sa.Float().with_variant(mysql.DOUBLE(), 'mysql')
 
 
 def upgrade():
