@@ -102,10 +102,11 @@ def _instance(row, cell_id):
     return values
 
 
-def _insert(conn, writes):
+def _insert(conn, writes, digests):
     """Insert what each read holds of its uuids, one statement per table.
 
     :param writes: ``[(read, uuids)]``, each read a cell's.
+    :param digests: ``{uuid: digest()}`` of the uuids written.
 
     Each statement is executed for all its rows at once (executemany), and
     takes its values as parameters, so that it is compiled once per table
@@ -139,7 +140,7 @@ def _insert(conn, writes):
          'source_updated_at': read.instances[uuid]['updated_at'],
          'read_at': read.read_at,
          'deleted_at': read.instances[uuid]['deleted_at'],
-         'digest': digest(read, uuid)}
+         'digest': digests[uuid]}
         for read, uuids in writes for uuid in uuids])
 
 
@@ -176,7 +177,7 @@ def apply_reads(engine, reads):
     out = Outcome([], [], [], [], [])
     with db.begin_write(engine) as conn:
         book = _book(conn, [u for _read, uuids in reads for u in uuids])
-        writes, remove, same = [], [], []
+        writes, remove, same, digests = [], [], [], {}
         for read, uuids in reads:
             write = []
             for uuid in uuids:
@@ -194,16 +195,17 @@ def apply_reads(engine, reads):
                 elif (held is not None and held.cell_uuid == read.cell_uuid
                         and _is_stale(held, row, read.read_at)):
                     out.stale.append(uuid)
-                elif (held is not None and held.digest is not None and
-                        held.digest == digest(read, uuid)):
-                    same.append((read.read_at, uuid))
                 else:
-                    write.append(uuid)
+                    digests[uuid] = digest(read, uuid)
+                    if held is not None and held.digest == digests[uuid]:
+                        same.append((read.read_at, uuid))
+                    else:
+                        write.append(uuid)
             writes.append((read, write))
         written = [uuid for _read, write in writes for uuid in write]
         delete_rows(conn, written + remove)
         out.removed.extend(remove)
-        _insert(conn, writes)
+        _insert(conn, writes, digests)
         _touch(conn, same)
         out.written.extend(written)
         out.written.extend(uuid for _at, uuid in same)
