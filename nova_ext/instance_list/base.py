@@ -52,6 +52,22 @@ def probe_is_slow(seconds, timeout):
     return seconds > max(timeout * SLOW_PROBE, SLOW_PROBE_MIN)
 
 
+def probe(driver, timeout):
+    """Seconds of the faster of up to two probes of ``driver``, or None.
+
+    The second is made only when the first says the store is slow: a pause
+    of this process (a garbage collection, other threads holding the
+    interpreter) is not the store's, and a store judged slow is switched
+    off for every caller.
+    """
+    took = driver.probe()
+    if took is not None and probe_is_slow(took, timeout):
+        again = driver.probe()
+        if again is not None:
+            took = min(took, again)
+    return took
+
+
 class InstanceListDriver(abc.ABC):
     """Lists instances across every cell, sorted and paged."""
 

@@ -229,8 +229,8 @@ class IndexDriver(base.RowsDriver):
             # does for Nova's own answer.
             error = e
         if lister.cells_timed_out:
-            took = self.probe()
             timeout = self.conf.nova_ext_index.query_timeout
+            took = base.probe(self, timeout)
             if base.probe_is_slow(took, timeout):
                 raise base.Unavailable('the index query timed out; the '
                                        'index answers a probe in %.2f s'

@@ -252,7 +252,7 @@ class Selector(object):
         """
         reason = 'a list took %.2f s, more than query_timeout %.2f s' % (
             elapsed, timeout)
-        probe = driver.probe()
+        probe = base.probe(driver, timeout)
         if probe is not None and not base.probe_is_slow(probe, timeout):
             self.stats.add('slow', '%s; the driver answers a probe in '
                                    '%.3f s: that request\'s own query is '

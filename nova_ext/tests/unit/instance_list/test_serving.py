@@ -53,6 +53,8 @@ class ScriptedDriver(list_base.InstanceListDriver):
         self.reported.append(counts)
 
     def probe(self):
+        if isinstance(self.probed, list):
+            return self.probed.pop(0)
         return self.probed
 
 
@@ -134,6 +136,21 @@ class TestSelector(base.TestCase):
         self.assertEqual(('from-driver', []), self.list())
         self.assertEqual(('from-nova', []), self.list())
         self.assertEqual(1, self.counts()['slow'])
+
+    def test_one_slow_probe_is_asked_again(self):
+        # A pause of the process (a collection) slowed the first probe; the
+        # second says the store is quick, and the driver stays on.
+        self.driver.duration, self.driver.probed = 6.0, [0.6, 0.01, 0.01]
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(0, self.counts()['latched'])
+        self.assertEqual([], self.driver.probed)
+        # Slow twice: the store is, and the driver is switched off.
+        self.driver.probed = [0.6, 0.7]
+        self.clock.now += 1
+        self.assertEqual(('from-driver', []), self.list())
+        self.assertEqual(('from-nova', []), self.list())
+        self.assertEqual(1, self.counts()['latched'])
 
     def test_slow_request_of_a_quick_store_does_not_latch(self):
         self.driver.duration, self.driver.probed = 6.0, 0.01
