@@ -50,7 +50,7 @@ def _add(totals, outcome):
         missing=totals.missing + len(outcome.missing))
 
 
-def refresh(ctx, conf, uuids):
+def refresh(ctx, conf, uuids, rewrite=False):
     """Make the index hold the current state of the instances ``uuids``.
 
     Each instance is read from the cell its instance mapping names. An
@@ -62,6 +62,7 @@ def refresh(ctx, conf, uuids):
     from the API database, and it leaves the index (a server rebuilt from
     cell0 is hard-deleted there, without a delete event).
 
+    :param rewrite: as ``writer.apply_reads``.
     :returns: ``(Totals, failed uuids)``; a cell that cannot be read fails
         its uuids without failing the others.
     """
@@ -98,7 +99,7 @@ def refresh(ctx, conf, uuids):
         # statement per table, however many cells the instances are in.
         try:
             totals = _add(totals, _again_if_raced(
-                writer.apply_reads, engine, reads))
+                writer.apply_reads, engine, reads, rewrite))
         except _ERRORS as e:
             read_uuids = [u for _read, cell_uuids in reads
                           for u in cell_uuids]
@@ -108,18 +109,19 @@ def refresh(ctx, conf, uuids):
     return totals._replace(failed=len(failed)), failed
 
 
-def refresh_now(ctx, conf, uuids):
+def refresh_now(ctx, conf, uuids, rewrite=False):
     """Mark ``uuids`` pending, then refresh them at once.
 
     For changes that come with no notification. Where the refresh fails,
     the mark stays, for the indexer to apply.
 
+    :param rewrite: as ``writer.apply_reads``.
     :returns: ``(Totals, failed uuids)``, as :func:`refresh`.
     """
     engine = db.get_engine(conf)
     now = time.time()
     pending.mark(engine, [(u, now) for u in uuids])
-    totals, failed = refresh(ctx, conf, uuids)
+    totals, failed = refresh(ctx, conf, uuids, rewrite=rewrite)
     failed_set = set(failed)
     pending.unmark(engine, {u: now for u in uuids if u not in failed_set})
     return totals, failed

@@ -160,7 +160,9 @@ def verify_cell(ctx, conf, cell, fix=False):
             differing = _compare(cctxt, engine, cell.uuid, rows, after,
                                  high, cutoff, report)
             if fix and differing:
-                totals, _failed = refresh.refresh_now(ctx, conf, differing)
+                # Their rows differ from the cell's, whatever the book says.
+                totals, _failed = refresh.refresh_now(ctx, conf, differing,
+                                                      rewrite=True)
                 report.counts['fixed'] += totals.written + totals.removed
             if not rows:
                 break

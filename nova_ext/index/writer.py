@@ -17,10 +17,11 @@ and a read that is older on both counts is dropped. Duplicate and
 out-of-order refreshes are therefore harmless, which is what lets the
 notification paths retry freely.
 
-It also remembers a digest of every row it holds of the instance: a read
-that finds the same rows only records when it was read (``checked_at``),
-and ``read_at``, when the rows were last written, stays: the render cache
-keys documents by it.
+It also remembers a digest of the rows it holds of the instance, table by
+table: a read that finds the same rows only records when it was read
+(``checked_at``), and ``read_at``, when the rows were last written, stays:
+the render cache keys documents by it. A read that finds some tables'
+rows changed replaces those tables' rows only.
 """
 
 import collections
@@ -39,7 +40,15 @@ BOOK = sa.table(
     sa.column('source_id', sa.Integer),
     sa.column('source_updated_at', sa.DateTime),
     sa.column('read_at', sa.Float), sa.column('deleted_at', sa.DateTime),
-    sa.column('digest', sa.String), sa.column('checked_at', sa.Float))
+    sa.column('digest', sa.String), sa.column('checked_at', sa.Float),
+    sa.column('table_digests', sa.String))
+
+#: What the index holds of an instance, in parts that are written apart:
+#: its row, its rows of each related table, its security groups.
+PARTS = (('instances',) + tuple(table.name for table, _key in source.CHILDREN)
+         + ('security_groups',))
+#: Hex digits of a part's digest in ``table_digests``: 80 bits.
+_WIDTH = 20
 
 Outcome = collections.namedtuple('Outcome',
                                  'written stale hidden removed missing')
@@ -53,17 +62,46 @@ def _is_stale(book, row, read_at):
                                          book.checked_at or 0.0)
 
 
-def digest(read, uuid):
-    """A digest of every row ``read`` holds of ``uuid``.
+def _rows_of(read, uuid, part):
+    if part == 'instances':
+        return read.instances[uuid]
+    if part == 'security_groups':
+        return read.security_groups.get(uuid, ())
+    return read.children.get(part, {}).get(uuid, ())
+
+
+def table_digests(read, uuid):
+    """The digest of each part ``read`` holds of ``uuid``, end to end.
 
     The cell's rows come in a fixed order (``source.read``), so the same
-    rows give the same digest; rows in another order only cost a write.
+    rows give the same digests; rows in another order only cost a write.
     """
-    parts = [read.cell_uuid, read.instances[uuid]]
-    parts.extend(read.children.get(table.name, {}).get(uuid, ())
-                 for table, _key in source.CHILDREN)
-    parts.append(read.security_groups.get(uuid, ()))
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    return ''.join(
+        hashlib.blake2b(repr(_rows_of(read, uuid, part)).encode(),
+                        digest_size=_WIDTH // 2).hexdigest()
+        for part in PARTS)
+
+
+def digest(read, uuid, tables=None):
+    """A digest of every row ``read`` holds of ``uuid``, and of its cell.
+
+    :param tables: ``table_digests(read, uuid)``, if already computed.
+    """
+    tables = tables or table_digests(read, uuid)
+    return hashlib.sha256((read.cell_uuid + tables).encode()).hexdigest()
+
+
+def _changed(held, tables):
+    """The parts whose rows differ from those the book says are held.
+
+    All of them where the book has no table digests of this layout.
+    """
+    old = held.table_digests if held is not None else None
+    if not old or len(old) != len(tables):
+        return PARTS
+    return tuple(part for n, part in enumerate(PARTS)
+                 if old[n * _WIDTH:(n + 1) * _WIDTH] !=
+                 tables[n * _WIDTH:(n + 1) * _WIDTH])
 
 
 def _book(conn, uuids):
@@ -72,21 +110,39 @@ def _book(conn, uuids):
 
 
 def delete_rows(conn, uuids):
-    if not uuids:
-        return
+    """Drop every row the index holds of ``uuids``, book included."""
+    _delete(conn, {part: uuids for part in PARTS})
+    _delete_book(conn, uuids)
+
+
+def _delete(conn, by_part):
+    """Drop the rows of each part of its uuids.
+
+    :param by_part: ``{part: [uuid]}``.
+    """
     assoc = source.SG_ASSOCIATIONS
-    group_ids = [r[0] for r in conn.execute(
-        sa.select(assoc.c.security_group_id).where(
-            assoc.c.instance_uuid.in_(uuids)))]
-    if group_ids:
-        conn.execute(sa.delete(source.SECURITY_GROUPS).where(
-            source.SECURITY_GROUPS.c.id.in_(group_ids)))
-    conn.execute(sa.delete(assoc).where(assoc.c.instance_uuid.in_(uuids)))
+    grouped = by_part.get('security_groups')
+    if grouped:
+        group_ids = [r[0] for r in conn.execute(
+            sa.select(assoc.c.security_group_id).where(
+                assoc.c.instance_uuid.in_(grouped)))]
+        if group_ids:
+            conn.execute(sa.delete(source.SECURITY_GROUPS).where(
+                source.SECURITY_GROUPS.c.id.in_(group_ids)))
+        conn.execute(sa.delete(assoc).where(
+            assoc.c.instance_uuid.in_(grouped)))
     for table, key in source.CHILDREN:
-        conn.execute(sa.delete(table).where(table.c[key].in_(uuids)))
-    conn.execute(sa.delete(source.INSTANCES).where(
-        source.INSTANCES.c.uuid.in_(uuids)))
-    conn.execute(sa.delete(BOOK).where(BOOK.c.uuid.in_(uuids)))
+        if by_part.get(table.name):
+            conn.execute(sa.delete(table).where(
+                table.c[key].in_(by_part[table.name])))
+    if by_part.get('instances'):
+        conn.execute(sa.delete(source.INSTANCES).where(
+            source.INSTANCES.c.uuid.in_(by_part['instances'])))
+
+
+def _delete_book(conn, uuids):
+    if uuids:
+        conn.execute(sa.delete(BOOK).where(BOOK.c.uuid.in_(uuids)))
 
 
 def _without_id(row):
@@ -102,46 +158,113 @@ def _instance(row, cell_id):
     return values
 
 
-def _insert(conn, writes, digests):
-    """Insert what each read holds of its uuids, one statement per table.
+#: One instance to write: what was read of it, the parts whose rows are
+#: written, and its digests.
+Write = collections.namedtuple('Write', 'read uuid parts digest tables')
 
-    :param writes: ``[(read, uuids)]``, each read a cell's.
-    :param digests: ``{uuid: digest()}`` of the uuids written.
+
+def _insert(conn, writes):
+    """Insert the rows of each write's parts, one statement per table.
 
     Each statement is executed for all its rows at once (executemany), and
     takes its values as parameters, so that it is compiled once per table
     rather than once per row, whatever the number of cells.
     """
-    writes = [(read, uuids) for read, uuids in writes if uuids]
-    if not writes:
-        return
-    conn.execute(sa.insert(source.INSTANCES), [
-        _instance(read.instances[uuid], read.cell_id)
-        for read, uuids in writes for uuid in uuids])
+    rows = [_instance(w.read.instances[w.uuid], w.read.cell_id)
+            for w in writes if 'instances' in w.parts]
+    if rows:
+        conn.execute(sa.insert(source.INSTANCES), rows)
     for table, _key in source.CHILDREN:
-        rows = [_without_id(r) for read, uuids in writes
-                for uuid in uuids
-                for r in read.children.get(table.name, {}).get(uuid, ())]
+        rows = [_without_id(r) for w in writes if table.name in w.parts
+                for r in w.read.children.get(table.name, {}).get(w.uuid, ())]
         if rows:
             conn.execute(sa.insert(table), rows)
-    for read, uuids in writes:
-        for uuid in uuids:
-            for assoc, group in read.security_groups.get(uuid, ()):
-                # Security group ids collide across cells too; each
-                # instance gets its own copy of the groups it is in.
-                result = conn.execute(sa.insert(source.SECURITY_GROUPS),
-                                      _without_id(group))
-                values = _without_id(assoc)
-                values['security_group_id'] = result.inserted_primary_key[0]
-                conn.execute(sa.insert(source.SG_ASSOCIATIONS), values)
-    conn.execute(sa.insert(BOOK), [
-        {'uuid': uuid, 'cell_uuid': read.cell_uuid,
-         'source_id': read.instances[uuid]['id'],
-         'source_updated_at': read.instances[uuid]['updated_at'],
-         'read_at': read.read_at,
-         'deleted_at': read.instances[uuid]['deleted_at'],
-         'digest': digests[uuid]}
-        for read, uuids in writes for uuid in uuids])
+    for w in writes:
+        if 'security_groups' not in w.parts:
+            continue
+        for assoc, group in w.read.security_groups.get(w.uuid, ()):
+            # Security group ids collide across cells too; each instance
+            # gets its own copy of the groups it is in.
+            result = conn.execute(sa.insert(source.SECURITY_GROUPS),
+                                  _without_id(group))
+            values = _without_id(assoc)
+            values['security_group_id'] = result.inserted_primary_key[0]
+            conn.execute(sa.insert(source.SG_ASSOCIATIONS), values)
+
+
+def _book_values(w):
+    row = w.read.instances[w.uuid]
+    return {'source_id': row['id'], 'source_updated_at': row['updated_at'],
+            'read_at': w.read.read_at, 'deleted_at': row['deleted_at'],
+            'digest': w.digest, 'table_digests': w.tables,
+            'checked_at': None}
+
+
+def _replace(conn, writes, remove):
+    """Write every row of ``writes``; drop every row of ``remove``."""
+    uuids = [w.uuid for w in writes] + list(remove)
+    if not uuids:
+        return
+    delete_rows(conn, uuids)
+    _insert(conn, writes)
+    if writes:
+        conn.execute(sa.insert(BOOK), [
+            dict(_book_values(w), uuid=w.uuid, cell_uuid=w.read.cell_uuid)
+            for w in writes])
+
+
+def _patch(conn, writes):
+    """Write the changed parts of instances the index holds from the cell.
+
+    Their related rows are replaced; their instance rows and book entries
+    are updated in place, with only the columns that changed: SQLite and
+    MySQL then write only the database indexes on those columns, where a
+    deleted and inserted row writes every one.
+    """
+    if not writes:
+        return
+    _delete(conn, {part: [w.uuid for w in writes if part in w.parts]
+                   for part in PARTS if part != 'instances'})
+    _insert(conn, [w._replace(parts=tuple(p for p in w.parts
+                                          if p != 'instances'))
+                   for w in writes])
+    _update_instances(conn, [w for w in writes if 'instances' in w.parts])
+    conn.execute(sa.update(BOOK).where(
+        BOOK.c.uuid == sa.bindparam('b_uuid')),
+        [dict(_book_values(w), b_uuid=w.uuid) for w in writes])
+
+
+#: Columns SQLAlchemy sets itself in an UPDATE that does not (Nova's
+#: ``updated_at``): always given, so that they keep the cell's value.
+_SET_ALWAYS = frozenset(c.name for c in source.INSTANCES.c
+                        if c.onupdate is not None)
+
+
+def _update_instances(conn, writes):
+    if not writes:
+        return
+    table = source.INSTANCES
+    held = {row.uuid: row._mapping for row in conn.execute(
+        sa.select(table).where(table.c.uuid.in_([w.uuid for w in writes])))}
+    by_columns, lost = collections.defaultdict(list), []
+    for w in writes:
+        new = _instance(w.read.instances[w.uuid], w.read.cell_id)
+        old = held.get(w.uuid)
+        if old is None:
+            lost.append(w)
+            continue
+        changed = {k: v for k, v in new.items()
+                   if k in _SET_ALWAYS or k not in old or old[k] != v}
+        if changed:
+            by_columns[tuple(sorted(changed))].append(
+                dict(changed, b_uuid=w.uuid))
+    for _columns, rows in sorted(by_columns.items()):
+        conn.execute(sa.update(table).where(
+            table.c.uuid == sa.bindparam('b_uuid')), rows)
+    if lost:
+        conn.execute(sa.insert(table), [
+            _instance(w.read.instances[w.uuid], w.read.cell_id)
+            for w in lost])
 
 
 def _touch(conn, reads):
@@ -157,7 +280,7 @@ def _touch(conn, reads):
             [{'touched': uuid, 'at': at} for at, uuid in reads])
 
 
-def apply(engine, read, uuids):
+def apply(engine, read, uuids, rewrite=False):
     """Make the index hold what ``read`` found for ``uuids``.
 
     ``uuids`` are the instances that were asked of the cell; those the cell
@@ -165,21 +288,23 @@ def apply(engine, read, uuids):
 
     :returns: an :class:`Outcome` of uuid lists.
     """
-    return apply_reads(engine, [(read, uuids)])
+    return apply_reads(engine, [(read, uuids)], rewrite=rewrite)
 
 
-def apply_reads(engine, reads):
+def apply_reads(engine, reads, rewrite=False):
     """:func:`apply` for several cells' reads, in one transaction.
 
     :param reads: ``[(read, uuids)]``, the uuids asked of each read's cell.
+    :param rewrite: write every row read, whatever the book's digests say:
+        for a repair (``verify``), where the index's rows were found to
+        differ from their cell's.
     :returns: an :class:`Outcome` of uuid lists, over every read.
     """
     out = Outcome([], [], [], [], [])
     with db.begin_write(engine) as conn:
         book = _book(conn, [u for _read, uuids in reads for u in uuids])
-        writes, remove, same, digests = [], [], [], {}
+        replace, patch, remove, same = [], [], [], []
         for read, uuids in reads:
-            write = []
             for uuid in uuids:
                 row, held = read.instances.get(uuid), book.get(uuid)
                 if row is None:
@@ -187,26 +312,36 @@ def apply_reads(engine, reads):
                         remove.append(uuid)
                     else:
                         out.missing.append(uuid)
-                elif (held is not None and held.cell_uuid != read.cell_uuid
-                        and row['hidden']):
-                    # A cross-cell move leaves a hidden copy behind; the
-                    # visible copy in the other cell is the instance.
-                    out.hidden.append(uuid)
-                elif (held is not None and held.cell_uuid == read.cell_uuid
-                        and _is_stale(held, row, read.read_at)):
+                    continue
+                if held is not None and held.cell_uuid != read.cell_uuid:
+                    if row['hidden']:
+                        # A cross-cell move leaves a hidden copy behind;
+                        # the visible copy in the other cell is the
+                        # instance.
+                        out.hidden.append(uuid)
+                        continue
+                    # Its index id is of its cell: every row is written.
+                    held = None
+                elif held is not None and _is_stale(held, row, read.read_at):
                     out.stale.append(uuid)
+                    continue
+                tables = table_digests(read, uuid)
+                write = Write(read, uuid, PARTS, digest(read, uuid, tables),
+                              tables)
+                if rewrite or held is None:
+                    replace.append(write)
+                elif held.digest == write.digest:
+                    same.append((read.read_at, uuid))
                 else:
-                    digests[uuid] = digest(read, uuid)
-                    if held is not None and held.digest == digests[uuid]:
-                        same.append((read.read_at, uuid))
+                    parts = _changed(held, tables)
+                    if parts == PARTS:
+                        replace.append(write)
                     else:
-                        write.append(uuid)
-            writes.append((read, write))
-        written = [uuid for _read, write in writes for uuid in write]
-        delete_rows(conn, written + remove)
-        out.removed.extend(remove)
-        _insert(conn, writes, digests)
+                        patch.append(write._replace(parts=parts))
+        _replace(conn, replace, remove)
+        _patch(conn, patch)
         _touch(conn, same)
-        out.written.extend(written)
+        out.removed.extend(remove)
+        out.written.extend(w.uuid for w in replace + patch)
         out.written.extend(uuid for _at, uuid in same)
     return out

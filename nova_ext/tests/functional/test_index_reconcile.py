@@ -15,11 +15,15 @@ No notification reaches the index here (no consumer is enabled), so every
 change after the sync is drift that only the reconcile pass can heal.
 """
 
+import datetime
+
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
+import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import reconcile
+from nova_ext.index import source
 from nova_ext.index import status
 from nova_ext.index import sync
 from nova_ext.index import verify
@@ -88,3 +92,23 @@ class TestReconcile(test_index_parity.IndexTestCase):
                 if text.startswith('reconcile:')]
         self.assertRegex(line[0], r'last pass \d+ s ago by indexer-a: '
                                   r'drift 3, fixed 3; next due in \d+ s')
+
+    def test_a_pass_heals_rows_changed_in_the_index_itself(self):
+        server = self._create_server(host='compute1-1', networks='none')
+        self.sync_index()
+        ctx = nova_context.get_admin_context()
+        # The index's copy changed, the cell's and the index's book did not:
+        # a re-read finds the rows the book says the index holds.
+        instances = source.INSTANCES
+        with self.index.engine.begin() as conn:
+            conn.execute(sa.update(instances).where(
+                instances.c.uuid == server['id']).values(
+                display_name='damaged',
+                updated_at=datetime.datetime(2001, 1, 1)))
+        self.assertEqual({'missing': 0, 'stale': 1, 'extra': 0},
+                         self.drift(ctx))
+        done = reconcile.Reconciler(CONF, holder='indexer-a').run_once(ctx)
+        self.assertEqual((1, 1, []), (done.drift, done.fixed, done.failed))
+        self.assertEqual({'missing': 0, 'stale': 0, 'extra': 0},
+                         self.drift(ctx))
+        self.assertSameAnswer(self.admin_api, 'servers/detail')

@@ -150,3 +150,109 @@ class TestWriter(index_base.IndexDBTestCase):
         two = index_base.cell_read(
             self.CELL2, 1.0, index_base.instance_row(u, 1, t0, 'a'))
         self.assertNotEqual(writer.digest(one, u), writer.digest(two, u))
+
+    def statements(self, fn):
+        """``fn()``'s result, and ``[(verb, table)]`` of what it ran."""
+        ran = []
+
+        def record(conn, cursor, statement, *args):
+            words = statement.split()
+            table = (words[2] if words[0] in ('DELETE', 'INSERT') else
+                     words[1] if words[0] == 'UPDATE' else None)
+            ran.append((words[0], table))
+        sa.event.listen(self.engine, 'before_cursor_execute', record)
+        try:
+            return fn(), [s for s in ran if s[0] != 'BEGIN']
+        finally:
+            sa.event.remove(self.engine, 'before_cursor_execute', record)
+
+    def tags(self):
+        with self.engine.connect() as conn:
+            # SQLite's rowid: a row written again gets a new one.
+            table = nova_models.Tag.__table__
+            return [tuple(r) for r in conn.execute(sa.select(
+                sa.literal_column('rowid'), table.c.tag).order_by(
+                    table.c.tag))]
+
+    def test_only_the_tables_that_changed_are_written(self):
+        u, t0 = 'u-8', index_base.T0
+        t1 = t0 + datetime.timedelta(seconds=1)
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 1.0, index_base.instance_row(u, 1, t0, 'a'),
+            tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u])
+        tags = self.tags()
+        # Renamed: the instance row and the book are updated, the tags
+        # left as they are.
+        out, ran = self.statements(lambda: writer.apply(
+            self.engine, index_base.cell_read(
+                self.CELL1, 2.0, index_base.instance_row(u, 1, t1, 'b'),
+                tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u]))
+        self.assertEqual([u], out.written)
+        self.assertEqual([('SELECT', None), ('SELECT', None),
+                          ('UPDATE', 'instances'),
+                          ('UPDATE', 'nova_ext_index_instances')], ran)
+        self.assertEqual({u: (ids.index_id(1, 3), 'b', 0)}, self.held())
+        self.assertEqual(tags, self.tags())
+        self.assertEqual(2.0, self.book(u).read_at)
+        # Tagged: the tags and the book, not the instance row.
+        _out, ran = self.statements(lambda: writer.apply(
+            self.engine, index_base.cell_read(
+                self.CELL1, 3.0, index_base.instance_row(u, 1, t1, 'b'),
+                tags={u: [{'resource_id': u, 'tag': 'x'},
+                          {'resource_id': u, 'tag': 'y'}]}), [u]))
+        self.assertEqual([('SELECT', None), ('DELETE', 'tags'),
+                          ('INSERT', 'tags'),
+                          ('UPDATE', 'nova_ext_index_instances')], ran)
+        self.assertEqual(['x', 'y'], [tag for _id, tag in self.tags()])
+        self.assertEqual({u: (ids.index_id(1, 3), 'b', 0)}, self.held())
+
+    def test_without_table_digests_every_table_is_written(self):
+        u, t0 = 'u-9', index_base.T0
+        t1 = t0 + datetime.timedelta(seconds=1)
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 1.0, index_base.instance_row(u, 1, t0, 'a'),
+            tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u])
+        # As a row written before the book kept them.
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(writer.BOOK).values(table_digests=None))
+        _out, ran = self.statements(lambda: writer.apply(
+            self.engine, index_base.cell_read(
+                self.CELL1, 2.0, index_base.instance_row(u, 1, t1, 'b'),
+                tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u]))
+        written = {table for verb, table in ran if verb == 'INSERT'}
+        self.assertIn('tags', written)
+        self.assertIn('instances', written)
+        self.assertIsNotNone(self.book(u).table_digests)
+
+    def test_a_rewrite_writes_rows_the_book_says_are_held(self):
+        u, t0 = 'u-10', index_base.T0
+
+        def read(at):
+            return index_base.cell_read(
+                self.CELL1, at, index_base.instance_row(u, 1, t0, 'a'),
+                tags={u: [{'resource_id': u, 'tag': 'x'}]})
+        writer.apply(self.engine, read(1.0), [u])
+        # The index's rows no longer are the cell's (a repair's case).
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(nova_models.Tag.__table__).values(
+                tag='damaged'))
+        writer.apply(self.engine, read(2.0), [u])
+        self.assertEqual(['damaged'], [tag for _id, tag in self.tags()])
+        out = writer.apply(self.engine, read(3.0), [u], rewrite=True)
+        self.assertEqual([u], out.written)
+        self.assertEqual(['x'], [tag for _id, tag in self.tags()])
+        self.assertEqual(3.0, self.book(u).read_at)
+
+    def test_an_update_keeps_the_cells_updated_at(self):
+        # Nova soft-deletes a row without touching its updated_at; the
+        # index's row, updated in place, keeps it too.
+        u, t0 = 'u-11', index_base.T0
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 1.0, index_base.instance_row(u, 1, t0, 'a')), [u])
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 2.0, index_base.instance_row(u, 1, t0, 'a',
+                                                     deleted=True)), [u])
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(source.INSTANCES)).one()
+        self.assertEqual((t0, ids.index_id(1, 3)),
+                         (row.updated_at, row.deleted))
