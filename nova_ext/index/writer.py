@@ -40,14 +40,13 @@ BOOK = sa.table(
     sa.column('source_id', sa.Integer),
     sa.column('source_updated_at', sa.DateTime),
     sa.column('read_at', sa.Float), sa.column('deleted_at', sa.DateTime),
-    sa.column('digest', sa.String), sa.column('checked_at', sa.Float),
-    sa.column('table_digests', sa.String))
+    sa.column('digest', sa.String), sa.column('checked_at', sa.Float))
 
 #: What the index holds of an instance, in parts that are written apart:
 #: its row, its rows of each related table, its security groups.
 PARTS = (('instances',) + tuple(table.name for table, _key in source.CHILDREN)
          + ('security_groups',))
-#: Hex digits of a part's digest in ``table_digests``: 80 bits.
+#: Hex digits of a part's digest in the book's ``digest``: 80 bits.
 _WIDTH = 20
 
 Outcome = collections.namedtuple('Outcome',
@@ -70,7 +69,7 @@ def _rows_of(read, uuid, part):
     return read.children.get(part, {}).get(uuid, ())
 
 
-def table_digests(read, uuid):
+def digest(read, uuid):
     """The digest of each part ``read`` holds of ``uuid``, end to end.
 
     The cell's rows come in a fixed order (``source.read``), so the same
@@ -82,26 +81,17 @@ def table_digests(read, uuid):
         for part in PARTS)
 
 
-def digest(read, uuid, tables=None):
-    """A digest of every row ``read`` holds of ``uuid``, and of its cell.
-
-    :param tables: ``table_digests(read, uuid)``, if already computed.
-    """
-    tables = tables or table_digests(read, uuid)
-    return hashlib.sha256((read.cell_uuid + tables).encode()).hexdigest()
-
-
-def _changed(held, tables):
+def _changed(held, new):
     """The parts whose rows differ from those the book says are held.
 
-    All of them where the book has no table digests of this layout.
+    All of them where the book has no digest of this layout.
     """
-    old = held.table_digests if held is not None else None
-    if not old or len(old) != len(tables):
+    old = held.digest
+    if not old or len(old) != len(new):
         return PARTS
     return tuple(part for n, part in enumerate(PARTS)
                  if old[n * _WIDTH:(n + 1) * _WIDTH] !=
-                 tables[n * _WIDTH:(n + 1) * _WIDTH])
+                 new[n * _WIDTH:(n + 1) * _WIDTH])
 
 
 def _book(conn, uuids):
@@ -159,8 +149,8 @@ def _instance(row, cell_id):
 
 
 #: One instance to write: what was read of it, the parts whose rows are
-#: written, and its digests.
-Write = collections.namedtuple('Write', 'read uuid parts digest tables')
+#: written, and its digest.
+Write = collections.namedtuple('Write', 'read uuid parts digest')
 
 
 def _insert(conn, writes):
@@ -196,8 +186,7 @@ def _book_values(w):
     row = w.read.instances[w.uuid]
     return {'source_id': row['id'], 'source_updated_at': row['updated_at'],
             'read_at': w.read.read_at, 'deleted_at': row['deleted_at'],
-            'digest': w.digest, 'table_digests': w.tables,
-            'checked_at': None}
+            'digest': w.digest, 'checked_at': None}
 
 
 def _replace(conn, writes, remove):
@@ -325,19 +314,15 @@ def apply_reads(engine, reads, rewrite=False):
                 elif held is not None and _is_stale(held, row, read.read_at):
                     out.stale.append(uuid)
                     continue
-                tables = table_digests(read, uuid)
-                write = Write(read, uuid, PARTS, digest(read, uuid, tables),
-                              tables)
-                if rewrite or held is None:
-                    replace.append(write)
-                elif held.digest == write.digest:
+                write = Write(read, uuid, PARTS, digest(read, uuid))
+                parts = (PARTS if rewrite or held is None
+                         else _changed(held, write.digest))
+                if not parts:
                     same.append((read.read_at, uuid))
+                elif parts == PARTS:
+                    replace.append(write)
                 else:
-                    parts = _changed(held, tables)
-                    if parts == PARTS:
-                        replace.append(write)
-                    else:
-                        patch.append(write._replace(parts=parts))
+                    patch.append(write._replace(parts=parts))
         _replace(conn, replace, remove)
         _patch(conn, patch)
         _touch(conn, same)

@@ -40,3 +40,19 @@ def add_column(table, column):
     if column.name not in {c['name'] for c in
                            _inspector().get_columns(table)}:
         op.add_column(table, column)
+
+
+def widen(table, name, old_type, new_type):
+    """Give column ``name`` a wider type; nothing on SQLite.
+
+    SQLite holds any text in any text column whatever its declared length,
+    and cannot alter a column's type without copying its table.
+    """
+    bind = op.get_bind()
+    if bind.dialect.name == 'sqlite':
+        return
+    column = {c['name']: c for c in _inspector().get_columns(table)}[name]
+    if isinstance(column['type'], type(new_type)):
+        return
+    op.alter_column(table, name, type_=new_type, existing_type=old_type,
+                    existing_nullable=column['nullable'])

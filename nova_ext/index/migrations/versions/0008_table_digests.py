@@ -11,10 +11,12 @@
 # under the License.
 """A digest of each table's rows the index holds of each instance.
 
-A read that finds an instance changed writes only the tables whose rows
-changed (a rename rewrites the instance row, not its system metadata,
-flavor or network info). Existing rows have no table digests until they
-are next written, which then writes every table, as before.
+The book's ``digest`` holds one digest per mirrored table, end to end, so
+that a read that finds an instance changed writes only the tables whose
+rows changed (a rename rewrites the instance row, not its system
+metadata, flavor or network info). The column is widened to hold them.
+A digest written before is not of that layout: the instance's next write
+writes every table, as before.
 
 Revision ID: 0008
 Revises: 0007
@@ -32,5 +34,4 @@ depends_on = None
 
 
 def upgrade():
-    ddl.add_column('nova_ext_index_instances',
-                   sa.Column('table_digests', sa.Text(), nullable=True))
+    ddl.widen('nova_ext_index_instances', 'digest', sa.String(64), sa.Text())

@@ -143,13 +143,19 @@ class TestWriter(index_base.IndexDBTestCase):
             self.assertEqual(['y'], [r.tag for r in conn.execute(sa.select(
                 nova_models.Tag.__table__))])
 
-    def test_the_digest_is_the_cells(self):
+    def test_the_same_rows_from_another_cell_are_written(self):
+        # Their digests are equal; the index id is the cell's.
         u, t0 = 'u-7', index_base.T0
         one = index_base.cell_read(
             self.CELL1, 1.0, index_base.instance_row(u, 1, t0, 'a'))
         two = index_base.cell_read(
-            self.CELL2, 1.0, index_base.instance_row(u, 1, t0, 'a'))
-        self.assertNotEqual(writer.digest(one, u), writer.digest(two, u))
+            self.CELL2, 2.0, index_base.instance_row(u, 1, t0, 'a'))
+        writer.apply(self.engine, one, [u])
+        out = writer.apply(self.engine, two, [u])
+        self.assertEqual([u], out.written)
+        self.assertEqual({u: (ids.index_id(1, 4), 'a', 0)}, self.held())
+        self.assertEqual(('cell-2', 2.0),
+                         (self.book(u).cell_uuid, self.book(u).read_at))
 
     def statements(self, fn):
         """``fn()``'s result, and ``[(verb, table)]`` of what it ran."""
@@ -206,15 +212,16 @@ class TestWriter(index_base.IndexDBTestCase):
         self.assertEqual(['x', 'y'], [tag for _id, tag in self.tags()])
         self.assertEqual({u: (ids.index_id(1, 3), 'b', 0)}, self.held())
 
-    def test_without_table_digests_every_table_is_written(self):
+    def test_a_digest_of_another_layout_writes_every_table(self):
         u, t0 = 'u-9', index_base.T0
         t1 = t0 + datetime.timedelta(seconds=1)
         writer.apply(self.engine, index_base.cell_read(
             self.CELL1, 1.0, index_base.instance_row(u, 1, t0, 'a'),
             tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u])
-        # As a row written before the book kept them.
+        # As a row written before the book kept a digest per table: one
+        # digest of every row.
         with self.engine.begin() as conn:
-            conn.execute(sa.update(writer.BOOK).values(table_digests=None))
+            conn.execute(sa.update(writer.BOOK).values(digest='0' * 64))
         _out, ran = self.statements(lambda: writer.apply(
             self.engine, index_base.cell_read(
                 self.CELL1, 2.0, index_base.instance_row(u, 1, t1, 'b'),
@@ -222,7 +229,8 @@ class TestWriter(index_base.IndexDBTestCase):
         written = {table for verb, table in ran if verb == 'INSERT'}
         self.assertIn('tags', written)
         self.assertIn('instances', written)
-        self.assertIsNotNone(self.book(u).table_digests)
+        self.assertEqual(writer._WIDTH * len(writer.PARTS),
+                         len(self.book(u).digest))
 
     def test_a_rewrite_writes_rows_the_book_says_are_held(self):
         u, t0 = 'u-10', index_base.T0
