@@ -19,7 +19,8 @@ so a document rendered by Nova's ``ViewBuilder.show`` can be reused for
 any later request that would hand ``show`` the same inputs:
 
 - the row: its uuid and ``read_at`` (any write, from any notification or
-  reconcile, changes it);
+  reconcile, changes it); a row without ``updated_at`` is never cached,
+  since Nova shows the time of each request as its ``updated``;
 - the request: microversion, the URL the links are built from, whether
   the caller is an administrator (fault details), every ``show_*`` flag
   Nova's list view passes (policy decisions included);
@@ -123,10 +124,12 @@ def request_key(request, project_in_url):
 def key(request_part, context, instance, kwargs):
     """The key of ``show(request, instance, **kwargs)``, or None.
 
-    None when the row's version is unknown (nothing is cached).
+    None when the row's version is unknown, or when the document holds
+    the time of the request: Nova shows a server never updated (no
+    ``updated_at`` yet) as updated now. Nothing is cached then.
     """
     version = getattr(instance, 'render_version', None)
-    if version is None:
+    if version is None or instance.get('updated_at') is None:
         return None
     volumes = kwargs.get('bdms') or {}
     volumes = tuple((b['volume_id'], b['delete_on_termination'])
