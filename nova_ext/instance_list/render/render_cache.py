@@ -40,7 +40,6 @@ import threading
 
 from nova import availability_zones
 from nova import conf as nova_conf
-from oslo_serialization import jsonutils
 
 CONF = nova_conf.CONF
 
@@ -134,10 +133,11 @@ def key(request_part, context, instance, kwargs):
     volumes = kwargs.get('bdms') or {}
     volumes = tuple((b['volume_id'], b['delete_on_termination'])
                     for b in volumes.get(instance.uuid, ()))
-    hints = kwargs.get('provided_sched_hints')
+    # The request spec's zone and hints (a dict of lists of strings), or
+    # the view's markers of their absence: repr tells any two apart.
     return (request_part, instance.uuid, version,
             tuple(kwargs.get(f) for f in _FLAGS),
             availability_zones.get_instance_availability_zone(
                 context, instance),
-            volumes, str(kwargs.get('provided_az')),
-            jsonutils.dumps(hints, sort_keys=True, default=str))
+            volumes, repr(kwargs.get('provided_az')),
+            repr(kwargs.get('provided_sched_hints')))

@@ -1,0 +1,87 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What tells two server documents of the render cache apart."""
+
+import datetime
+
+from nova.api.openstack.compute.views import servers as views_servers
+
+from nova_ext.instance_list.render import render_cache
+from nova_ext.instance_list.render import rows
+from nova_ext.tests.unit import base
+
+UUID = '6f64a4ed-c166-4a38-864f-4ed42f5da11d'
+
+
+def _instance(**values):
+    # A server not on a host yet: its zone is the row's, no cell is read.
+    row = {'uuid': UUID, 'id': 7, 'deleted': 0, 'host': None,
+           'availability_zone': 'az1', 'access_ip_v4': None,
+           'access_ip_v6': None,
+           'created_at': datetime.datetime(2026, 1, 1),
+           'updated_at': datetime.datetime(2026, 1, 2),
+           'deleted_at': None, 'launched_at': None, 'terminated_at': None,
+           'metadata': [], 'system_metadata': []}
+    row.update(values)
+    instance = rows.IndexedInstance(row)
+    instance.render_version = 1.5
+    return instance
+
+
+def _kwargs(**values):
+    kwargs = {'provided_az': views_servers.AZ_NOT_IN_REQUEST_SPEC,
+              'provided_sched_hints':
+                  views_servers.SCHED_HINTS_NOT_IN_REQUEST_SPEC}
+    kwargs.update(values)
+    return kwargs
+
+
+class TestKey(base.TestCase):
+
+    def key(self, instance=None, **kwargs):
+        return render_cache.key(('2.100',), None, instance or _instance(),
+                                _kwargs(**kwargs))
+
+    def test_same_inputs_same_key(self):
+        self.assertEqual(self.key(provided_sched_hints={'a': ['1']}),
+                         self.key(provided_sched_hints={'a': ['1']}))
+
+    def test_every_input_of_show_tells_keys_apart(self):
+        keys = [
+            self.key(),
+            self.key(provided_sched_hints={}),
+            self.key(provided_sched_hints={'a': ['1']}),
+            self.key(provided_sched_hints={'a': ['2']}),
+            self.key(provided_sched_hints={'a': '1'}),
+            self.key(provided_az=None),
+            self.key(provided_az='None'),
+            self.key(provided_az='az1'),
+            self.key(show_extended_attr=True),
+            self.key(bdms={UUID: [{'volume_id': 'v',
+                                   'delete_on_termination': False}]}),
+            self.key(_instance(availability_zone='az2')),
+        ]
+        self.assertEqual(len(keys), len(set(keys)))
+
+    def test_a_new_version_of_the_row_is_a_new_key(self):
+        other = _instance()
+        other.render_version = 2.5
+        self.assertNotEqual(self.key(), self.key(other))
+
+    def test_nothing_is_cached_without_a_version(self):
+        instance = _instance()
+        instance.render_version = None
+        self.assertIsNone(self.key(instance))
+
+    def test_a_server_never_updated_is_not_cached(self):
+        # Nova shows the time of each request as its "updated".
+        self.assertIsNone(self.key(_instance(updated_at=None)))
