@@ -66,8 +66,10 @@ class CellRead(object):
         self.security_groups = {}
 
 
-def _rows(session, query):
-    return [dict(row._mapping) for row in session.execute(query)]
+#: At most this many instances, a read first asks which related tables
+#: hold rows of them (:func:`read_rows`): the probe binds the uuids once
+#: per table, and stays under SQLite's oldest limit of 999 parameters.
+PROBE_MAX = 100
 
 
 def read(cctxt, cell_mapping, uuids):
@@ -80,27 +82,71 @@ def read(cctxt, cell_mapping, uuids):
     if not uuids:
         return result
     with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
-        for row in _rows(s, sa.select(INSTANCES).where(
-                INSTANCES.c.uuid.in_(uuids))):
-            result.instances[row['uuid']] = row
-        for table, key in CHILDREN:
-            by_uuid = result.children.setdefault(table.name, {})
-            for row in _rows(s, sa.select(table).where(
-                    table.c[key].in_(uuids)).order_by(table.c.id
-                                                      if 'id' in table.c
-                                                      else table.c.tag)):
-                by_uuid.setdefault(row[key], []).append(row)
-        query = sa.select(SG_ASSOCIATIONS, SECURITY_GROUPS).join(
-            SECURITY_GROUPS,
-            SECURITY_GROUPS.c.id == SG_ASSOCIATIONS.c.security_group_id,
-        ).where(SG_ASSOCIATIONS.c.instance_uuid.in_(uuids)).order_by(
-            SG_ASSOCIATIONS.c.id)
-        n = len(SG_ASSOCIATIONS.c)
-        for row in s.execute(query):
-            assoc, group = _sg_pair(row, n)
-            result.security_groups.setdefault(
-                assoc['instance_uuid'], []).append((assoc, group))
+        read_rows(s.execute, result, uuids)
     return result
+
+
+def _related():
+    return [(table, table.c[key]) for table, key in CHILDREN] + [
+        (SG_ASSOCIATIONS, SG_ASSOCIATIONS.c.instance_uuid)]
+
+
+def _holding(execute, uuids):
+    """The names of the related tables that hold rows of ``uuids``.
+
+    One query instead of one per table: most instances have no rows in
+    most of them (tags, faults, PCI devices, security group associations
+    where Neutron keeps the groups).
+    """
+    related = _related()
+    row = execute(sa.select(*[
+        sa.exists().where(column.in_(uuids)).label('r%d' % n)
+        for n, (_table, column) in enumerate(related)])).one()
+    return {table.name for (table, _column), held in zip(related, row)
+            if held}
+
+
+def read_rows(execute, result, uuids):
+    """Fill ``result`` (a :class:`CellRead`) with the rows of ``uuids``.
+
+    :param execute: a Session's or a Connection's ``execute``, in one
+        transaction.
+    """
+    for row in _rows_of(execute, sa.select(INSTANCES).where(
+            INSTANCES.c.uuid.in_(uuids))):
+        result.instances[row['uuid']] = row
+    if not result.instances:
+        # The index holds nothing of instances gone from the cell.
+        holding = set()
+    elif len(uuids) <= PROBE_MAX:
+        holding = _holding(execute, uuids)
+    else:
+        holding = {table.name for table, _column in _related()}
+    for table, key in CHILDREN:
+        by_uuid = result.children.setdefault(table.name, {})
+        if table.name not in holding:
+            continue
+        for row in _rows_of(execute, sa.select(table).where(
+                table.c[key].in_(uuids)).order_by(table.c.id
+                                                  if 'id' in table.c
+                                                  else table.c.tag)):
+            by_uuid.setdefault(row[key], []).append(row)
+    if SG_ASSOCIATIONS.name not in holding:
+        return
+    query = sa.select(SG_ASSOCIATIONS, SECURITY_GROUPS).join(
+        SECURITY_GROUPS,
+        SECURITY_GROUPS.c.id == SG_ASSOCIATIONS.c.security_group_id,
+    ).where(SG_ASSOCIATIONS.c.instance_uuid.in_(uuids)).order_by(
+        SG_ASSOCIATIONS.c.id)
+    n = len(SG_ASSOCIATIONS.c)
+    for row in execute(query):
+        assoc, group = _sg_pair(row, n)
+        result.security_groups.setdefault(
+            assoc['instance_uuid'], []).append((assoc, group))
+
+
+def _rows_of(execute, query):
+    return [dict(row._mapping) for row in execute(query)]
 
 
 def present(cctxt, cell_mapping, uuids):

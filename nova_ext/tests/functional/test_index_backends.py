@@ -50,6 +50,7 @@ reason to skip.
 
 import datetime
 import time
+from unittest import mock
 import urllib.parse
 import uuid
 
@@ -240,6 +241,31 @@ class _Schema(_OnServer):
         self.assertEqual(1, len(raced))
         self.assertEqual({'h1': 2, 'h2': 1}, service_changes.generations(
             self.index.engine, ['h1', 'h2']))
+
+    def test_a_read_asks_the_related_tables_that_hold_rows(self):
+        # Nova's cells run on these servers too; the index has their tables.
+        uuids = [str(uuid.uuid4()) for _ in range(2)]
+        tags = nova_models.Tag.__table__
+        with self.index.engine.begin() as conn:
+            for n, server in enumerate(uuids, 1):
+                conn.execute(sa.insert(source.INSTANCES).values(
+                    id=n, uuid=server, deleted=0))
+            conn.execute(sa.insert(tags).values(resource_id=uuids[0],
+                                                tag='blue'))
+        reads = []
+        for probe_max in (source.PROBE_MAX, 0):
+            self.useFixture(fixtures.MockPatchObject(source, 'PROBE_MAX',
+                                                     probe_max))
+            read = source.CellRead(mock.Mock(uuid='cell', id=1), 1.0)
+            with self.index.engine.connect() as conn:
+                source.read_rows(conn.execute, read, uuids + ['gone'])
+            reads.append(read)
+        self.assertEqual(set(uuids), set(reads[0].instances))
+        self.assertEqual({uuids[0]: [{'resource_id': uuids[0],
+                                      'tag': 'blue'}]},
+                         reads[0].children['tags'])
+        self.assertEqual(*[(r.instances, r.children, r.security_groups)
+                           for r in reads])
 
     def test_unicode_names_round_trip(self):
         row = {'id': 1 << 40, 'uuid': str(uuid.uuid4()), 'deleted': 0,
