@@ -12,6 +12,8 @@
 """nova-ext-bench list: how the churn path is timed, compared, reported."""
 
 import os
+import random
+from unittest import mock
 
 import fixtures
 import sqlalchemy as sa
@@ -21,6 +23,7 @@ from nova_ext.tests.unit import base
 
 from nova_ext_tools.bench import isolate
 from nova_ext_tools.bench import listanswers
+from nova_ext_tools.bench import listchurn
 from nova_ext_tools.bench import listquery
 from nova_ext_tools.bench import listreport
 from nova_ext_tools.bench import listtime
@@ -108,6 +111,48 @@ class TestChurnChild(base.TestCase):
                              wants[(query.name, listquery.CHURN)].content)
         self.assertEqual({(q.name, listquery.CHURN) for q in self.QUERIES},
                          set(wants))
+
+
+class TestChurnChanges(base.TestCase):
+    """What a churn request is asked after: a tenth of its page changed."""
+
+    def test_the_page_is_listed_warm_before_its_share_changes(self):
+        done = []
+        page = [{'id': 'u%d' % n} for n in range(20)]
+
+        def call(path, query):
+            done.append(('list', path, query.name))
+            response = notes._Response()
+            response.status_code = 200
+            response.json = lambda: {'servers': page}
+            return response, True
+
+        def write(ctx, cells, changes):
+            done.append(('change', sorted(
+                uuid for by_uuid in changes.values() for uuid in by_uuid)))
+        self.useFixture(fixtures.MockPatchObject(listchurn, '_write', write))
+        churn = object.__new__(listchurn.Churn)
+        churn.call, churn.ctx, churn.cells = call, None, {}
+        churn.cell_of = {s['id']: 'cell1' for s in page}
+        churn.snapshot = mock.Mock(rows={'cell1': {
+            s['id']: (s['id'], None) for s in page}})
+        churn.random = random.Random(0)
+        churn.pages, churn.changes, churn.changed, churn.seconds = (
+            {}, 0, [], [])
+        query = listquery.QUERIES[0]
+        churn.before(listquery.CACHED, query)
+        self.assertEqual([], done)
+        for _ in range(2):
+            churn.before(listquery.CHURN, query)
+        # The page learnt once, then before each change the query listed
+        # (the changes made for other queries rendered), then 2 of its 20
+        # servers changed.
+        kinds = [step[0] for step in done]
+        self.assertEqual(['list', 'list', 'change', 'list', 'change'], kinds)
+        self.assertEqual({listquery.CHURN},
+                         {step[1] for step in done if step[0] == 'list'})
+        self.assertEqual([2, 2], [len(step[1]) for step in done
+                                  if step[0] == 'change'])
 
 
 def _cached_and_churn(bare, cached, churn, stock):
