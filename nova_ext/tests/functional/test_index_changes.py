@@ -31,6 +31,7 @@ index. The seed is printed on failure; ``NOVA_EXT_STREAM_SEED`` replays
 it.
 """
 
+import collections
 import copy
 import os
 import random
@@ -263,6 +264,8 @@ class _ChangeStream(object):
         self.writes = self.useFixture(ext_fixtures.NovaWrites(
             self.index.connection[len('sqlite:///'):]))
         self.answers = self.served = 0
+        #: Why the counted answers the index did not serve went to Nova.
+        self.handed = collections.Counter()
 
     def _floating_ips(self, _fixture, retrieve_all=True, **params):
         port = params.get('port_id')
@@ -311,8 +314,10 @@ class _ChangeStream(object):
                 self.assertSameNow(api, uri, '%d %s' % (step, name),
                                    counted=self.counted(step))
         self.assertGreaterEqual(self.served, 0.9 * self.answers,
-                                '%d of %d answers served by the index'
-                                % (self.served, self.answers))
+                                '%d of %d answers served by the index; '
+                                'the others handed to Nova for: %s'
+                                % (self.served, self.answers,
+                                   dict(self.handed)))
 
     def before_step(self, step):
         """What happens to the index before an action."""
@@ -329,8 +334,8 @@ class _ChangeStream(object):
                 before = answers.get(self._get, api, uri)
             counts = self.selector.stats.snapshot()
             got = answers.get(self._get, api, uri)
-            served = self.selector.stats.snapshot()['served'] - counts[
-                'served']
+            stats = self.selector.stats.snapshot()
+            served = stats['served'] - counts['served']
             with api_entry_point.stock_instance_list():
                 after = answers.get(self._get, api, uri)
             want_now, got_now = answers.same_moment(before, got)
@@ -340,6 +345,8 @@ class _ChangeStream(object):
                 if counted:
                     self.answers += 1
                     self.served += served
+                    if not served:
+                        self.handed[stats['last_reason']] += 1
                 return
             if writes == self.writes.count:
                 # Nothing was written while the three answered: Nova's
