@@ -274,36 +274,31 @@ class Churn(object):
         # What a child killed earlier may have left (see settled()).
         self.restored = [restore(snapshot)]
 
-    def page(self, query):
-        """The servers ``query`` shows, learnt once.
+    def _warm(self, query):
+        """List ``query`` through the churn path; its page, learnt once.
 
-        From a request through the churn path, which also fills the
-        render cache, as ``cached`` has it before its timed requests.
+        The request fills the render cache, as ``cached`` has it before
+        its timed requests; the page's servers are the first request's.
         """
+        response, _ = self.call(listquery.CHURN, query)
+        if response.status_code != 200:
+            raise RuntimeError('%s answered %d: %s' % (
+                query.url, response.status_code, response.text[:300]))
         if query.name not in self.pages:
-            response = self._list(query)
             shown = [server['id'] for server in response.json()['servers']]
             self.pages[query.name] = (
                 len(shown), [u for u in shown if u in self.cell_of])
         return self.pages[query.name]
 
-    def _list(self, query):
-        response, _ = self.call(listquery.CHURN, query)
-        if response.status_code != 200:
-            raise RuntimeError('%s answered %d: %s' % (
-                query.url, response.status_code, response.text[:300]))
-        return response
-
     def before(self, path, query):
         """Change a share of ``query``'s page, if ``path`` is CHURN."""
         if path != listquery.CHURN:
             return
-        shown, candidates = self.page(query)
         # The render cache warm, a tenth of the page changed, nothing else:
         # the servers changed for the other queries since this one's last
         # request (most pages show the same servers) are listed first,
         # untimed.
-        self._list(query)
+        shown, candidates = self._warm(query)
         count = min(len(candidates),
                     max(1, int(round(shown * listquery.CHURN_SHARE))))
         started = time.perf_counter()
