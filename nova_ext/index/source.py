@@ -91,14 +91,13 @@ def _related():
         (SG_ASSOCIATIONS, SG_ASSOCIATIONS.c.instance_uuid)]
 
 
-def _holding(execute, uuids):
-    """The names of the related tables that hold rows of ``uuids``.
+def _holding(execute, related, uuids):
+    """The names of the ``related`` tables that hold rows of ``uuids``.
 
     One query instead of one per table: most instances have no rows in
     most of them (tags, faults, PCI devices, security group associations
     where Neutron keeps the groups).
     """
-    related = _related()
     row = execute(sa.select(*[
         sa.exists().where(column.in_(uuids)).label('r%d' % n)
         for n, (_table, column) in enumerate(related)])).one()
@@ -115,13 +114,14 @@ def read_rows(execute, result, uuids):
     for row in _rows_of(execute, sa.select(INSTANCES).where(
             INSTANCES.c.uuid.in_(uuids))):
         result.instances[row['uuid']] = row
+    related = _related()
     if not result.instances:
         # The index holds nothing of instances gone from the cell.
         holding = set()
     elif len(uuids) <= PROBE_MAX:
-        holding = _holding(execute, uuids)
+        holding = _holding(execute, related, uuids)
     else:
-        holding = {table.name for table, _column in _related()}
+        holding = {table.name for table, _column in related}
     for table, key in CHILDREN:
         by_uuid = result.children.setdefault(table.name, {})
         if table.name not in holding:
