@@ -16,9 +16,10 @@ instance its cell has not updated since creating it) as updated at the
 time of the request. Two answers made a moment apart can differ there
 and both be right; a document kept from an earlier request cannot. So
 where two answers differ in a server's ``updated``, and each value is the
-time its own request ran (to the second), the value is blanked in both
-(and the bodies compared as JSON serialised again); any other difference
-stays.
+time its own request ran (to the second), the value is blanked in both;
+any other difference stays. The bodies are then compared serialised
+again, which gives back the bytes of each (Nova's serialiser), or else
+not blanked.
 """
 
 import calendar
@@ -70,6 +71,9 @@ def _servers(answer):
         return None
     if not isinstance(body, dict) or not isinstance(body.get('servers'),
                                                     list):
+        return None
+    if jsonutils.dumps(body) != answer.text:
+        # Serialised again, the bytes would differ: compared as they came.
         return None
     return body
 
