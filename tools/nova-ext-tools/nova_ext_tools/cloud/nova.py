@@ -1,0 +1,209 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Nova in the superconductor layout, with nova_ext switched on.
+
+nova.conf (nova-api, the super conductor, nova-scheduler) has the API
+database and cell0; each cell has a conductor of its own with
+``nova-<cell>.conf`` (its database and vhost, no API database) and a fake
+compute with ``nova-compute-<cell>.conf``. Two nova-apis run under uwsgi:
+nova_ext's (the ``nova_ext`` filter in its api-paste.ini) and a stock one
+with Nova's api-paste.ini unchanged, on the same databases.
+"""
+
+import os
+import shutil
+import sys
+
+from nova_ext_tools.cloud import layout
+from nova_ext_tools.cloud import procs
+from nova_ext_tools.cloud import services
+
+#: The index's own database user: its grants can be taken away alone.
+INDEX_USER = 'nova_ext_index'
+
+
+class Nova(object):
+
+    def __init__(self, lay, ps, db, mq, faketime=None):
+        self.lay, self.ps, self.db, self.mq = lay, ps, db, mq
+        self.etc = lay.path('etc', 'nova')
+        self.conf = os.path.join(self.etc, 'nova.conf')
+        #: name of a process -> the clock offset it runs with ('-5s').
+        self.faketime = faketime or {}
+
+    def cell_conf(self, cell):
+        return os.path.join(self.etc, 'nova-%s.conf' % cell)
+
+    def compute_conf(self, cell):
+        return os.path.join(self.etc, 'nova-compute-%s.conf' % cell)
+
+    def confs(self):
+        """Every nova.conf of the cloud: each Nova process reads one."""
+        return ([self.conf] + [self.cell_conf(c) for c in layout.CELLS]
+                + [self.compute_conf(c) for c in layout.CELLS])
+
+    @property
+    def paste(self):
+        return os.path.join(self.etc, 'api-paste.ini')
+
+    @property
+    def stock_paste(self):
+        return os.path.join(self.etc, 'api-paste-stock.ini')
+
+    @property
+    def index_url(self):
+        return ('mysql+pymysql://%s:%s@%s:%d/nova_ext_index?charset=utf8'
+                % (INDEX_USER, layout.PASSWORD, layout.HOST,
+                   self.lay.ports['mariadb']))
+
+    def _common(self, transport_vhost, host, state):
+        lay = self.lay
+        return {
+            'DEFAULT': {
+                'use_stderr': 'true',
+                'host': host,
+                'my_ip': layout.HOST,
+                'state_path': state,
+                'transport_url': lay.rabbit_url(transport_vhost),
+            },
+            'oslo_concurrency': {'lock_path': os.path.join(state, 'lock')},
+            'oslo_messaging_notifications': {
+                'transport_url': lay.rabbit_url('notifications')},
+            'notifications': {'notification_format': 'both'},
+            'keystone_authtoken': services.authtoken(lay, 'nova'),
+            'placement': services.service_auth(lay, 'placement'),
+            'neutron': services.service_auth(lay, 'neutron'),
+            'service_user': dict(services.service_auth(lay, 'nova'),
+                                 send_service_user_token='true'),
+            'glance': {'region_name': layout.REGION},
+            'conductor': {'workers': '1'},
+            'scheduler': {'workers': '1'},
+            'api': {'auth_strategy': 'keystone'},
+        }
+
+    def configure(self):
+        """Nova's databases, cells and config files: a stock Nova."""
+        lay = self.lay
+        for name in ['nova_api', 'nova_cell0'] + [
+                'nova_' + c for c in layout.CELLS]:
+            self.db.create_database(name)
+        for vhost in ['nova', 'notifications', 'neutron'] + list(
+                layout.CELLS):
+            self.mq.add_vhost(vhost)
+        os.makedirs(self.etc, exist_ok=True)
+        shutil.copy(os.path.join(sys.prefix, 'etc', 'nova',
+                                 'api-paste.ini'), self.paste)
+        shutil.copy(self.paste, self.stock_paste)
+        top = self._common('nova', 'controller', lay.path('nova'))
+        top['api_database'] = {'connection': lay.db_url('nova_api')}
+        top['database'] = {'connection': lay.db_url('nova_cell0')}
+        top['scheduler']['discover_hosts_in_cells_interval'] = '2'
+        # The tests, not Nova's default quota, bound how many servers.
+        top['quota'] = {'instances': '-1', 'cores': '-1', 'ram': '-1'}
+        services.write_ini(self.conf, top)
+        # Both nova-apis stand for one public endpoint, nova_ext's: the
+        # links in the stock one's answers name it too.
+        services.write_ini(os.path.join(self.etc, 'nova-api-stock.conf'), {
+            'api': {'compute_link_prefix': lay.url('nova')}})
+        for cell in layout.CELLS:
+            conf = self._common(cell, 'conductor-' + cell,
+                                lay.path('nova-' + cell))
+            conf['database'] = {'connection': lay.db_url('nova_' + cell)}
+            services.write_ini(self.cell_conf(cell), conf)
+            host = lay.compute_host(cell)
+            conf = self._common(cell, host, lay.path(host))
+            conf['DEFAULT']['compute_driver'] = 'fake.FakeDriver'
+            services.write_ini(self.compute_conf(cell), conf)
+        manage = [services.venv_bin('nova-manage'), '--config-file',
+                  self.conf]
+        services.run(manage + ['api_db', 'sync'])
+        services.run(manage + ['cell_v2', 'map_cell0', '--database_connection',
+                               lay.db_url('nova_cell0')])
+        services.run(manage + ['db', 'sync'])
+        for cell in layout.CELLS:
+            services.run(manage + [
+                'cell_v2', 'create_cell', '--name', cell,
+                '--database_connection', lay.db_url('nova_' + cell),
+                '--transport-url', lay.rabbit_url(cell)])
+            services.run([services.venv_bin('nova-manage'), '--config-file',
+                          self.cell_conf(cell), 'db', 'sync',
+                          '--local_cell'])
+
+    # Processes: name -> (argv, environment) so a test can restart one.
+
+    def _api(self, name, files, port):
+        services.uwsgi(
+            self.ps, name, 'nova.wsgi.osapi_compute:application', port,
+            {'OS_NOVA_CONFIG_DIR': self.etc,
+             'OS_NOVA_CONFIG_FILES': ';'.join(files)},
+            processes=layout.API_WORKERS, prefix=self._clock(name))
+
+    def _clock(self, name):
+        offset = self.faketime.get(name)
+        if not offset:
+            return ()
+        return ('faketime', '-f', offset)
+
+    def _service(self, name, binary, conf):
+        self.ps.start(name, [services.venv_bin(binary), '--config-file',
+                             conf], prefix=self._clock(name))
+
+    def start(self):
+        self._service('nova-conductor', 'nova-conductor', self.conf)
+        for cell in layout.CELLS:
+            self._service('nova-conductor-' + cell, 'nova-conductor',
+                          self.cell_conf(cell))
+        self._service('nova-scheduler', 'nova-scheduler', self.conf)
+        for cell in layout.CELLS:
+            self._service('nova-compute-' + cell, 'nova-compute',
+                          self.compute_conf(cell))
+        self.start_apis()
+
+    def _api_files(self, name):
+        # Nova's WSGI application loads its pipeline from the first file.
+        if name.endswith('stock'):
+            return [os.path.basename(self.stock_paste), 'nova.conf',
+                    'nova-api-stock.conf']
+        return [os.path.basename(self.paste), 'nova.conf']
+
+    def start_apis(self):
+        self._api('nova-api', self._api_files('nova-api'),
+                  self.lay.ports['nova'])
+        self._api('nova-api-stock', self._api_files('nova-api-stock'),
+                  self.lay.ports['nova_stock'])
+        for name, port in (('nova-api', 'nova'),
+                           ('nova-api-stock', 'nova_stock')):
+            procs.wait_for(name, lambda p=port: procs.http_up(
+                self.lay.url(p)), 180, self.ps, name)
+
+    def restart(self, name):
+        """Stop and start one Nova process (or both nova-apis' one)."""
+        self.ps.stop(name)
+        if name in ('nova-api', 'nova-api-stock'):
+            self._api(name, self._api_files(name), self.lay.ports[
+                'nova' if name == 'nova-api' else 'nova_stock'])
+            return
+        binary, _, cell = name.partition('-')[2].partition('-')
+        binary = 'nova-' + binary
+        if binary == 'nova-compute':
+            conf = self.compute_conf(cell)
+        elif cell:
+            conf = self.cell_conf(cell)
+        else:
+            conf = self.conf
+        self._service(name, binary, conf)
+
+    def process_names(self):
+        return (['nova-conductor', 'nova-scheduler']
+                + ['nova-conductor-' + c for c in layout.CELLS]
+                + ['nova-compute-' + c for c in layout.CELLS]
+                + ['nova-api', 'nova-api-stock'])

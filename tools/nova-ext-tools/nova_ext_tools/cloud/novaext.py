@@ -1,0 +1,106 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""nova_ext switched on in the cloud by the install guide's own commands.
+
+doc/source/install/index.rst, "From a stock Nova to every capability",
+step by step: each step is the command an operator types, run here as a
+process of its own, its exit code and output kept for the deployment
+tests.
+"""
+
+import subprocess
+import urllib.request
+
+from nova_ext_tools.cloud import procs
+from nova_ext_tools.cloud import services
+
+#: [nova_ext_object_migrations]migrations, every one nova_ext has.
+MIGRATIONS = ('instance-compute-id,migration-dest-compute-id,'
+              'compute-node-service-id,build-capture-purge')
+
+
+class NovaExt(object):
+
+    def __init__(self, lay, ps, db, nova):
+        self.lay, self.ps, self.db, self.nova = lay, ps, db, nova
+        #: (argv, exit code, output) of every command run.
+        self.ran = []
+
+    def command(self, name, *args, conf=None, check=True):
+        argv = [services.venv_bin(name), '--config-file',
+                conf or self.nova.conf] + list(args)
+        done = subprocess.run(argv, capture_output=True, text=True)
+        self.ran.append((argv, done.returncode, done.stdout + done.stderr))
+        if check and done.returncode:
+            raise procs.CloudError('%s exited %d:\n%s%s' % (
+                ' '.join(argv[:1] + argv[3:]), done.returncode,
+                done.stdout[-3000:], done.stderr[-3000:]))
+        return done
+
+    def attach(self):
+        """Step 2: the seams."""
+        services.run([services.venv_bin('python'), '-m',
+                      'nova_ext.api.paste_config', self.nova.paste])
+        for conf in self.nova.confs():
+            services.write_ini(conf, {'oslo_messaging_notifications': {
+                'driver': ['messagingv2', 'nova_ext']}})
+        services.write_ini(self.nova.conf, {'filter_scheduler': {
+            'available_filters': ['nova.scheduler.filters.all_filters',
+                                  'nova_ext.entry_points.scheduler.attach']}})
+
+    def switch_on(self):
+        """Step 4: every capability, capture in every process that writes."""
+        index = {'connection': self.nova.index_url, 'capture': 'true'}
+        for conf in self.nova.confs():
+            services.write_ini(conf, {
+                'nova_ext_instance_list': {'driver': 'index',
+                                           'fast_render': 'true',
+                                           'render_cache_size': '5000'},
+                'nova_ext_index': index,
+                'nova_ext_notifications': {'consumers': 'index'},
+                'notifications': {
+                    'notify_on_state_change': 'vm_and_task_state'},
+                'nova_ext_compute_status': {
+                    'trait_callbacks': 'compute-status'},
+                'nova_ext_object_migrations': {
+                    'migrations': MIGRATIONS, 'run_at_startup': 'true'},
+                'nova_ext_cell0_rebuild': {'enabled': 'true'},
+                'nova_ext_metrics': {
+                    'indexer_port': str(self.lay.ports['metrics'])},
+            })
+        services.write_ini(self.nova.conf, {'nova_ext_scheduler': {
+            'request_filters': 'compute-disabled,compute-down'}})
+
+    def databases(self):
+        """Step 3: nova_ext's tables and the index (its own database user)."""
+        self.db.create_database('nova_ext_index', user='nova_ext_index')
+        self.command('nova-ext-manage', 'api_db', 'sync')
+        self.command('nova-ext-manage', 'index', 'db_sync')
+        self.command('nova-ext-manage', 'index', 'sync')
+
+    def start_services(self):
+        """Step 5: nova_ext's own services."""
+        for name in ('nova-ext-indexer', 'nova-ext-status-watcher'):
+            self.ps.start(name, [services.venv_bin(name), '--config-file',
+                                 self.nova.conf])
+
+    def verify(self):
+        """Steps 6 and 7."""
+        self.command('nova-ext-manage', 'db', 'online_data_migrations')
+        self.command('nova-ext-status', 'upgrade', 'check')
+        self.command('nova-ext-manage', 'index', 'status')
+        self.command('nova-ext-manage', 'index', 'verify')
+
+    def metrics(self):
+        with urllib.request.urlopen(self.lay.url('metrics', '/metrics'),
+                                    timeout=10) as r:
+            return r.read().decode()

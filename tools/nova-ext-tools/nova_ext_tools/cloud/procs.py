@@ -1,0 +1,208 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The cloud's processes: started in their own session, stopped by pid.
+
+Each process the cloud starts is recorded in ``<state>/pids/<name>.pid``
+with its log in ``<state>/log/<name>.log``; ``stop`` ends exactly those
+(the whole process group each one leads: uwsgi's workers, rabbit's beam),
+and nothing else on the machine.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+
+class CloudError(Exception):
+    pass
+
+
+def tail(path, chars=3000):
+    try:
+        with open(path, errors='replace') as f:
+            return f.read()[-chars:]
+    except OSError:
+        return ''
+
+
+class Processes(object):
+    """The cloud's processes, by name, kept in its state directory."""
+
+    def __init__(self, state):
+        self.state = state
+        self.piddir = os.path.join(state, 'pids')
+        self.logdir = os.path.join(state, 'log')
+        os.makedirs(self.piddir, exist_ok=True)
+        os.makedirs(self.logdir, exist_ok=True)
+
+    def log(self, name):
+        return os.path.join(self.logdir, name + '.log')
+
+    def _pidfile(self, name):
+        return os.path.join(self.piddir, name + '.pid')
+
+    def start(self, name, argv, env=None, cwd=None, prefix=()):
+        """Start ``argv`` as ``name`` in a session of its own.
+
+        :param prefix: words put before ``argv`` (``faketime -f -5s``): the
+            process's clock, for one host whose clock differs.
+        """
+        if self.running(name):
+            raise CloudError('%s is running already (pid %d)'
+                             % (name, self.pid(name)))
+        out = open(self.log(name), 'ab')
+        try:
+            proc = subprocess.Popen(
+                list(prefix) + list(argv), env=env, cwd=cwd or self.state,
+                stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            out.close()
+        with open(self._pidfile(name), 'w') as f:
+            f.write('%d\n' % proc.pid)
+        return proc.pid
+
+    def pid(self, name):
+        try:
+            with open(self._pidfile(name)) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def names(self):
+        return sorted(n[:-4] for n in os.listdir(self.piddir)
+                      if n.endswith('.pid'))
+
+    def running(self, name):
+        pid = self.pid(name)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        # A child of ours that exited stays a zombie until reaped.
+        try:
+            with open('/proc/%d/stat' % pid) as f:
+                return f.read().split(')')[-1].split()[0] != 'Z'
+        except OSError:
+            return False
+
+    def signal(self, name, signum, group=True):
+        pid = self.pid(name)
+        if pid is None:
+            return False
+        try:
+            if group:
+                os.killpg(pid, signum)
+            else:
+                os.kill(pid, signum)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def stop(self, name, timeout=30):
+        """SIGTERM ``name``'s process group, SIGKILL it after ``timeout``."""
+        if self.running(name):
+            self.signal(name, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while self.running(name) and time.monotonic() < deadline:
+                _reap()
+                time.sleep(0.2)
+        # Whatever of its group is left (a worker that ignored SIGTERM),
+        # gone before this returns: its ports are free again.
+        pid = self.pid(name)
+        self.signal(name, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while pid and group_members(pid) and time.monotonic() < deadline:
+            _reap()
+            time.sleep(0.1)
+        try:
+            os.unlink(self._pidfile(name))
+        except FileNotFoundError:
+            pass
+
+    def stop_all(self, order=()):
+        """Stop every recorded process: those in ``order`` first."""
+        names = [n for n in order if n in self.names()]
+        names += [n for n in reversed(self.names()) if n not in names]
+        for name in names:
+            self.stop(name)
+
+    def check(self, name):
+        if not self.running(name):
+            raise CloudError('%s exited; its log ends with:\n%s'
+                             % (name, tail(self.log(name))))
+
+
+def group_members(pgid):
+    """The live processes of process group ``pgid``."""
+    members = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        # state, ppid, pgrp
+        if fields[0] != 'Z' and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def _reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def wait_for(what, probe, timeout, procs=None, name=None, interval=0.25):
+    """Call ``probe`` until it returns true; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        if procs is not None and name is not None:
+            procs.check(name)
+        try:
+            if probe():
+                return
+        except Exception as e:
+            last = e
+        time.sleep(interval)
+    detail = ''
+    if procs is not None and name is not None:
+        detail = '\n' + tail(procs.log(name))
+    raise CloudError('%s not ready within %d s (last: %s)%s'
+                     % (what, timeout, last, detail))
+
+
+def port_open(port):
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(('127.0.0.1', port)) == 0
+
+
+def http_up(url):
+    """Whether ``url`` answers HTTP at all (any status but a 5xx)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status < 500
+    except urllib.error.HTTPError as e:
+        return e.code < 500

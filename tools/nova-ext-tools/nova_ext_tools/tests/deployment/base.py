@@ -1,0 +1,69 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What the deployment tests share: the running cloud and its clients."""
+
+import json
+import os
+import re
+import unittest
+import urllib.request
+
+from nova_ext_tools.cloud import bootstrap
+from nova_ext_tools.cloud import build
+
+LIST_COUNTER = re.compile(
+    r'^nova_ext_index_api_list_requests_total\{(?P<labels>[^}]*)\}\s+'
+    r'(?P<value>[0-9.e+]+)$', re.M)
+
+
+def state():
+    return os.environ.get('NOVA_EXT_CLOUD_STATE', '')
+
+
+class CloudTestCase(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        path = os.path.join(state(), 'cloud.json')
+        if not os.path.exists(path):
+            raise unittest.SkipTest('no cloud runs (tox -e deployment '
+                                    'starts one): %s' % path)
+        cls.cloud = build.Cloud(state())
+        cls.lay = cls.cloud.lay
+        with open(os.path.join(state(), 'resources.json')) as f:
+            cls.resources = json.load(f)
+
+    def connect(self, user='admin', stock=False):
+        conn = bootstrap.connect(self.lay, user, stock=stock)
+        self.addCleanup(conn.close)
+        return conn
+
+    def log_of(self, name):
+        with open(self.cloud.ps.log(name), errors='replace') as f:
+            return f.read()
+
+
+def list_counters(text):
+    """{outcome: total} of every nova-api process, from /metrics."""
+    totals = {}
+    for m in LIST_COUNTER.finditer(text):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group('labels')))
+        outcome = labels.get('outcome')
+        totals[outcome] = totals.get(outcome, 0) + float(m.group('value'))
+    return totals
+
+
+def metrics(lay):
+    with urllib.request.urlopen(lay.url('metrics', '/metrics'),
+                                timeout=10) as r:
+        return r.read().decode()

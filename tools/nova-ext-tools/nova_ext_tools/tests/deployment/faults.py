@@ -1,0 +1,82 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Faults a real cloud meets, each injected in the middle of a stream.
+
+Each fault is what an operator's cloud suffers: a process killed with
+SIGKILL and restarted (as systemd restarts it), the index database user
+losing its grants for a while, MariaDB and RabbitMQ restarting. A fault
+either ends at once (the process is back) or is ended by ``tick`` once its
+time is over, while the stream goes on.
+"""
+
+import os
+import signal
+import time
+
+from nova_ext_tools.cloud import layout
+from nova_ext_tools.cloud import nova as cloud_nova
+from nova_ext_tools.cloud import procs
+
+
+class Faults(object):
+
+    def __init__(self, cloud, revoke_seconds=30):
+        self.cloud = cloud
+        self.revoke_seconds = revoke_seconds
+        self._grants_back_at = None
+        self.done = []
+
+    def names(self):
+        return ['kill_cell_conductor', 'kill_api_worker',
+                'revoke_index_grants', 'restart_mariadb', 'restart_rabbitmq']
+
+    def inject(self, name):
+        getattr(self, name)()
+        self.done.append(name)
+
+    def tick(self):
+        """End a fault whose time is over; called before each action."""
+        if self._grants_back_at and time.monotonic() >= self._grants_back_at:
+            self._grant_index()
+            self._grants_back_at = None
+
+    def finish(self):
+        if self._grants_back_at:
+            self._grant_index()
+            self._grants_back_at = None
+
+    def kill_cell_conductor(self):
+        name = 'nova-conductor-' + layout.CELLS[0]
+        self.cloud.ps.signal(name, signal.SIGKILL)
+        self.cloud.nova.restart(name)
+
+    def kill_api_worker(self):
+        # One worker of nova_ext's nova-api, not its master: uwsgi starts
+        # another, as in production.
+        master = self.cloud.ps.pid('nova-api')
+        workers = [p for p in procs.group_members(master) if p != master]
+        os.kill(sorted(workers)[0], signal.SIGKILL)
+
+    def revoke_index_grants(self):
+        self.cloud.db.sql("REVOKE ALL PRIVILEGES ON `nova_ext_index`.* "
+                          "FROM '%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
+        self._grants_back_at = time.monotonic() + self.revoke_seconds
+
+    def _grant_index(self):
+        self.cloud.db.sql("GRANT ALL ON `nova_ext_index`.* TO "
+                          "'%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
+
+    def restart_mariadb(self):
+        self.cloud.db.restart()
+
+    def restart_rabbitmq(self):
+        self.cloud.mq.restart()
