@@ -202,6 +202,12 @@ class Nova(object):
             conf = self.conf
         self._service(name, binary, conf)
 
+    def restart_all(self):
+        """Restart every Nova process, as after a change of nova.conf."""
+        for name in self.process_names():
+            self.ps.stop(name)
+        self.start()
+
     def process_names(self):
         return (['nova-conductor', 'nova-scheduler']
                 + ['nova-conductor-' + c for c in layout.CELLS]

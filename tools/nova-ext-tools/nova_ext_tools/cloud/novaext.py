@@ -80,6 +80,31 @@ class NovaExt(object):
         services.write_ini(self.nova.conf, {'nova_ext_scheduler': {
             'request_filters': 'compute-disabled,compute-down'}})
 
+    def switch_off(self):
+        """The guide's "Switching nova_ext off", step 1: defaults again."""
+        for conf in self.nova.confs():
+            services.write_ini(conf, {
+                'nova_ext_instance_list': {'driver': 'cells',
+                                           'fast_render': 'false'},
+                'nova_ext_index': {'capture': 'false'},
+                'nova_ext_scheduler': {'request_filters': ''},
+                'nova_ext_compute_status': {'trait_callbacks': ''},
+                'nova_ext_cell0_rebuild': {'enabled': 'false'},
+                'nova_ext_notifications': {'consumers': ''},
+                'nova_ext_object_migrations': {'run_at_startup': 'false'},
+            })
+
+    def detach(self):
+        """Step 3: the seams out; api-paste.ini as it was given."""
+        services.run([services.venv_bin('python'), '-m',
+                      'nova_ext.api.paste_config', '--remove',
+                      self.nova.paste])
+        for conf in self.nova.confs():
+            services.write_ini(conf, {'oslo_messaging_notifications': {
+                'driver': 'messagingv2'}})
+        services.write_ini(self.nova.conf, {'filter_scheduler': {
+            'available_filters': 'nova.scheduler.filters.all_filters'}})
+
     def databases(self):
         """Step 3: nova_ext's tables and the index (its own database user)."""
         self.db.create_database('nova_ext_index', user='nova_ext_index')
