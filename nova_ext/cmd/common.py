@@ -14,6 +14,7 @@
 import argparse
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import pbr.version
 
@@ -37,14 +38,42 @@ def exit_on_version(prog, args):
     parser.parse_known_args(args)
 
 
+def parse_args(argv, prog=None):
+    """Nova's ``config.parse_args``, with the transport options but no RPC.
+
+    Nova's commands (nova-manage included) run ``rpc.init``, whose first
+    step, ``nova.rpc.get_transport_url``, registers oslo.messaging's
+    transport options and parses ``[DEFAULT]transport_url``. Nova's
+    ``CellMapping`` reads that option for each cell it loads, so without
+    it no command can read the cell mappings. nova_ext's commands send
+    nothing on Nova's message bus: they take that step alone, and so build
+    no transport, load no notification driver and reach no broker.
+
+    :param argv: the arguments, the program name first.
+    :raises: oslo.config's ``cfg.Error`` if nova.conf cannot be read or its
+        ``transport_url`` cannot be parsed.
+    """
+    from nova import config
+    from nova import rpc
+    import oslo_messaging
+
+    config.parse_args(argv, init_rpc=False, prog=prog)
+    try:
+        rpc.get_transport_url()
+    except oslo_messaging.InvalidTransportURL as e:
+        # Said in one line, as any other error of nova.conf.
+        raise cfg.Error('[DEFAULT]transport_url: %s' % e)
+    return config.CONF
+
+
 def configure(prog, argv, reports=False):
     """Load Nova's configuration the way nova-manage does; returns CONF.
 
     oslo.config parses ``argv`` (``--config-file``, ``--config-dir``,
     oslo.log's ``--debug``, ``--log-file`` and the like, and the CLI
     options registered on Nova's CONF before the call). Logging, CONF with
-    project ``nova`` and the API and main database facades; no RPC (a
-    command that listens builds its own transport).
+    project ``nova`` and the API and main database facades, the transport
+    options; no RPC (:func:`parse_args`).
 
     :param argv: the arguments, without the program name.
     :param reports: the command prints a result on stdout (a table, JSON):
@@ -55,7 +84,7 @@ def configure(prog, argv, reports=False):
     from nova import config
     from nova import objects
 
-    config.parse_args([prog] + list(argv), init_rpc=False, prog=prog)
+    parse_args([prog] + list(argv), prog=prog)
     if reports:
         config.CONF.set_default('use_stderr', True)
     logging.setup(config.CONF, prog)

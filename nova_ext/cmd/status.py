@@ -165,7 +165,7 @@ def main(argv=None):
     # Nova's configuration path, as nova-status: the API database and cell
     # mappings are read, nothing is sent on the message bus.
     try:
-        config.parse_args(argv, init_rpc=False)
+        common.parse_args(argv)
     except cfg.Error as e:
         return common.config_error('nova-ext-status', e, code=255)
     # The results are the command's output on stdout (a table, or JSON for

@@ -47,8 +47,9 @@ def configure(prog, argv, cli_opts=()):
 
     oslo.config's ``--config-file`` and ``--config-dir``, oslo.log's
     ``--debug``, ``--log-file`` and the like, and the command's own
-    ``cli_opts``; the API and main database facades, no RPC (a command
-    that listens builds its own transport).
+    ``cli_opts``; the API and main database facades and the transport
+    options, no RPC (``common.parse_args``; a command that listens builds
+    its own transport).
 
     :param argv: the arguments, without the program name.
     """
@@ -56,7 +57,7 @@ def configure(prog, argv, cli_opts=()):
     from nova import objects
 
     config.CONF.register_cli_opts(cli_opts)
-    config.parse_args([prog] + list(argv), init_rpc=False, prog=prog)
+    common.parse_args([prog] + list(argv), prog=prog)
     logging.setup(config.CONF, prog, version=common.version())
     objects.register_all()
     return config.CONF

@@ -13,7 +13,8 @@
 
 Each in its own process with a nova.conf. The result goes to stdout and
 nothing else does (logs go to stderr), and a read-only command never
-creates the index.
+creates the index. With cells mapped by Nova's own nova-manage, every
+command reads them without a message broker.
 """
 
 import json
@@ -27,6 +28,7 @@ from oslotest import base as oslotest_base
 import pbr.version
 
 from nova_ext.index import migration
+from nova_ext.tests.functional import sqlserver
 
 BIN = os.path.dirname(sys.executable)
 MANAGE = os.path.join(BIN, 'nova-ext-manage')
@@ -50,6 +52,23 @@ ONE_CHECK = textwrap.dedent('''
     status.Checks._upgrade_checks = (('One', check),)
     sys.exit(status.main(['nova-ext-status'] + sys.argv[2:]))
 ''')
+
+
+def map_cells(conf_file):
+    """Map cell0 and cell1 as an operator does, with Nova's nova-manage.
+
+    cell1 is on ``[database]connection``; its transport URL names a
+    RabbitMQ broker that nothing listens on, so that a command that needs
+    one fails.
+    """
+    rabbit = 'rabbit://nova:secret@127.0.0.1:%d/' % sqlserver._free_port()
+    for argv in (['api_db', 'sync'], ['cell_v2', 'map_cell0'],
+                 ['cell_v2', 'create_cell', '--name', 'cell1',
+                  '--transport-url', rabbit],
+                 ['db', 'sync']):
+        subprocess.run([os.path.join(BIN, 'nova-manage'), '--config-file',
+                        conf_file] + argv, check=True, capture_output=True,
+                       timeout=120, stdin=subprocess.DEVNULL)
 
 
 class TestManageCommand(oslotest_base.BaseTestCase):
@@ -94,6 +113,18 @@ class TestManageCommand(oslotest_base.BaseTestCase):
             [line for line in done.stderr.splitlines()
              if line.startswith('nova-ext-manage')], done.stderr)
 
+    def test_a_malformed_transport_url_is_one_line(self):
+        with open(self.conf, 'a') as f:
+            f.write('[DEFAULT]\ntransport_url = 127.0.0.1\n')
+        done = self.manage('index', 'status')
+        self.assertEqual(255, done.returncode, done.stderr)
+        self.assertNotIn('Traceback', done.stderr)
+        self.assertEqual(
+            ['nova-ext-manage: Error: [DEFAULT]transport_url: No scheme '
+             'specified'],
+            [line for line in done.stderr.splitlines()
+             if line.startswith('nova-ext-manage')], done.stderr)
+
     def test_a_usage_error_is_argparse_s(self):
         done = self.manage('index', 'bogus')
         self.assertEqual(2, done.returncode, done.stderr)
@@ -118,6 +149,73 @@ class TestManageCommand(oslotest_base.BaseTestCase):
         self.assertEqual('index schema at revision %s\n' % migration.head(),
                          done.stdout)
         self.assertTrue(os.path.exists(self.index))
+
+
+class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
+    """A nova.conf of a real cloud: no RPC options, cells mapped.
+
+    nova_ext's commands parse it without RPC, as no command of theirs uses
+    the message bus; Nova still needs ``[DEFAULT]transport_url`` registered
+    to load a cell mapping.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.conf = os.path.join(self.dir, 'nova.conf')
+        with open(self.conf, 'w') as f:
+            f.write(textwrap.dedent("""
+                [DEFAULT]
+                state_path = {dir}
+                [api_database]
+                connection = sqlite:///{dir}/api.sqlite
+                [database]
+                connection = sqlite:///{dir}/cell1.sqlite
+                [nova_ext_index]
+                connection = sqlite:///{dir}/index.sqlite
+                [nova_ext_instance_list]
+                driver = index
+                [nova_ext_object_migrations]
+                migrations = instance-compute-id, migration-dest-compute-id,
+                             compute-node-service-id
+            """).format(dir=self.dir))
+        map_cells(self.conf)
+
+    def run_command(self, prog, *argv):
+        done = subprocess.run(
+            [os.path.join(BIN, prog), '--config-file', self.conf] +
+            list(argv), capture_output=True, text=True, timeout=120,
+            stdin=subprocess.DEVNULL)
+        self.assertEqual(0, done.returncode,
+                         '%s %s:\n%s' % (prog, ' '.join(argv), done.stderr))
+        return done.stdout
+
+    def test_index_commands(self):
+        self.run_command('nova-ext-manage', 'index', 'db_sync')
+        self.run_command('nova-ext-manage', 'index', 'sync')
+        status = json.loads(self.run_command(
+            'nova-ext-manage', 'index', 'status', '--format', 'json'))
+        self.assertEqual(['cell0', 'cell1'],
+                         sorted(c['name'] for c in status['cells']))
+        verified = json.loads(self.run_command(
+            'nova-ext-manage', 'index', 'verify', '--format', 'json'))
+        self.assertEqual(['cell0', 'cell1'],
+                         sorted(c['cell_name'] for c in verified))
+
+    def test_online_data_migrations_and_audit(self):
+        self.run_command('nova-ext-manage', 'db', 'online_data_migrations')
+        audit = json.loads(self.run_command(
+            'nova-ext-manage', 'compute-ids', 'audit', '--format', 'json'))
+        self.assertEqual(['cell0', 'cell1'], sorted(audit))
+
+    def test_upgrade_check(self):
+        self.run_command('nova-ext-manage', 'index', 'db_sync')
+        self.run_command('nova-ext-manage', 'index', 'sync')
+        checks = json.loads(self.run_command(
+            'nova-ext-status', 'upgrade', 'check', '--json'))['checks']
+        self.assertEqual({'Compute object ids': 0, 'Instance index': 0,
+                          'Rebuild from cell0': 0},
+                         {c['check']: c['result'] for c in checks})
 
 
 class TestStatusCommand(oslotest_base.BaseTestCase):

@@ -41,6 +41,7 @@ import sqlalchemy as sa
 from nova_ext.cmd import common
 from nova_ext.tests.functional import rabbit
 from nova_ext.tests.functional import sqlserver
+from nova_ext.tests.functional import test_cli
 from nova_ext.tests.functional import test_indexer
 
 BIN = os.path.dirname(sys.executable)
@@ -374,7 +375,7 @@ class TestStatusWatcherService(_ServiceTest):
         self.assertTrue(json.loads(body)['healthy'])
         self.stop(worker)
 
-    def test_once_as_json(self):
+    def once(self):
         done = subprocess.run(
             [os.path.join(BIN, self.PROG), '--config-file', self.conf_file,
              '--once', '--format', 'json'], capture_output=True, text=True,
@@ -383,6 +384,16 @@ class TestStatusWatcherService(_ServiceTest):
         self.assertEqual({'services': 0, 'providers': 0},
                          {k: v for k, v in json.loads(done.stdout).items()
                           if k in ('services', 'providers')})
+
+    def test_once_as_json(self):
+        self.once()
+
+    def test_once_with_cells_mapped(self):
+        with open(self.conf_file, 'a') as f:
+            f.write('[database]\nconnection = sqlite:///%s\n'
+                    % os.path.join(self.dir, 'cell1.sqlite'))
+        test_cli.map_cells(self.conf_file)
+        self.once()
 
     def test_sighup_reloads_and_sigterm_stops(self):
         self.start()
