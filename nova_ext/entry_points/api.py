@@ -41,6 +41,7 @@ from nova_ext import conf as ext_conf
 from nova_ext import exception
 from nova_ext.instance_list import serving
 from nova_ext import plugins
+from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)
 
@@ -128,8 +129,8 @@ def attach_instance_list(conf):
     serving.attached(stock, selector)
     nova_instance_list.get_instance_objects_sorted = (
         get_instance_objects_sorted)
-    LOG.info('nova_ext instance list driver %s attached to nova-api',
-             conf.nova_ext_instance_list.driver)
+    startup_log.info(LOG, 'nova_ext instance list driver %s attached to '
+                     'nova-api', conf.nova_ext_instance_list.driver)
     return selector
 
 
@@ -168,9 +169,10 @@ def filter_factory(global_conf, **local_conf):
     attach_instance_list(ext_conf.CONF)
 
     def _filter(application):
-        LOG.info('nova_ext attached to nova-api; handlers: %s',
-                 {route: [n for n, _ in named]
-                  for route, named in sorted(handlers.items())} or 'none')
+        names = {route: [n for n, _ in named]
+                 for route, named in sorted(handlers.items())}
+        startup_log.info(LOG, 'nova_ext attached to nova-api; handlers: %s',
+                         names or 'none')
         if not handlers:
             # Nothing enabled: give paste Nova's application itself, so the
             # filter costs nothing and cannot change a response.

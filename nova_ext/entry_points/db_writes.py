@@ -46,6 +46,7 @@ from sqlalchemy import orm
 from nova_ext import compat
 from nova_ext import exception
 from nova_ext.index import capture
+from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)
 
@@ -117,7 +118,9 @@ def attach(conf):
         if _CONF is None:
             for name, listener in _LISTENERS:
                 event.listen(orm.Session, name, listener)
-            LOG.info('nova_ext index change capture attached')
+            # From the notification driver, before the process sets up
+            # its logging.
+            startup_log.info(LOG, 'nova_ext index change capture attached')
         _CONF = conf
     return True
 

@@ -29,6 +29,7 @@ from nova_ext import compat
 from nova_ext import conf as ext_conf
 from nova_ext import exception
 from nova_ext import scheduler
+from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)
 
@@ -70,6 +71,6 @@ def attach():
     pipeline = request_filter.ALL_REQUEST_FILTERS
     pipeline[:] = [f for f in pipeline if not hasattr(f, 'nova_ext_name')]
     pipeline.extend(filters)
-    LOG.info('nova_ext attached to nova-scheduler; request filters: %s',
-             attached() or 'none')
+    startup_log.info(LOG, 'nova_ext attached to nova-scheduler; request '
+                     'filters: %s', attached() or 'none')
     return []

@@ -24,6 +24,7 @@ from oslo_log import log as logging
 
 from nova_ext.notifications import base
 from nova_ext import plugins
+from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)
 
@@ -138,8 +139,11 @@ def get_dispatcher(conf):
                 conf.nova_ext_notifications.consumers)
             _DISPATCHER = Dispatcher(
                 consumers, conf.nova_ext_notifications.queue_size)
-            LOG.info('nova_ext notification driver attached; consumers: %s',
-                     [name for name, _ in consumers] or 'none')
+            # Built in Nova's rpc.init, before the process sets up its
+            # logging.
+            startup_log.info(LOG, 'nova_ext notification driver attached; '
+                             'consumers: %s',
+                             [name for name, _ in consumers] or 'none')
         return _DISPATCHER
 
 

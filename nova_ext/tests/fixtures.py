@@ -12,12 +12,15 @@
 """Fixtures shared by unit and functional tests."""
 
 import importlib
+import logging
 import os
 import sys
 
 import fixtures
+from oslo_config import cfg
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import test_fixtures
+from oslo_log import log
 from packaging import specifiers
 
 # Test plugins, by namespace, as a third party would install them.
@@ -116,3 +119,44 @@ class EntryPointsFixture(fixtures.Fixture):
         # listing made before, nor stay visible after.
         self.useFixture(fixtures.MonkeyPatch(
             'stevedore.extension.ExtensionManager.ENTRY_POINT_CACHE', {}))
+
+
+class LoggingNotSetUp(fixtures.Fixture):
+    """The process's logging as a Nova command has it before its setup.
+
+    As ``nova.config.parse_args`` leaves it: the root logger at WARNING,
+    with the one temporary stderr handler of oslo.log's
+    ``register_options``. :meth:`setup` then sets logging up as the command
+    does next, with oslo.log's ``setup``. The root logger's handlers and
+    level and ``sys.excepthook`` are given back at cleanup.
+    """
+
+    def _setUp(self):
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        self.addCleanup(self._restore, root, handlers, level)
+        self.useFixture(fixtures.MonkeyPatch('sys.excepthook',
+                                             sys.excepthook))
+        del root.handlers[:]
+        root.setLevel(logging.WARNING)
+        self.conf = cfg.ConfigOpts()
+        log.register_options(self.conf)
+        self.conf([])
+        # Nova's library levels would outlive the test.
+        self.conf.set_override('default_log_levels', [])
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    @staticmethod
+    def _restore(root, handlers, level):
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+    def setup(self):
+        """oslo.log's setup with a log file; returns the file's path."""
+        path = os.path.join(self.dir, 'service.log')
+        self.conf.set_override('log_file', path)
+        log.setup(self.conf, 'nova')
+        return path

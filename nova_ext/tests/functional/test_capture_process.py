@@ -17,13 +17,17 @@ too. This test starts a separate OS process configured as an operator
 configures a nova-conductor (the notification driver line, the index
 connection, capture; no api-paste.ini, no nova_ext code called by hand)
 and checks that each Nova database write it makes is marked in the index
-by the time the write returns.
+by the time the write returns. A real nova-conductor so configured says,
+once, in the log file it sets up after loading nova_ext, that nova_ext is
+attached.
 """
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import fixtures
 from oslo_config import fixture as config_fixture
@@ -86,3 +90,59 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
     def test_nothing_is_marked_without_capture(self):
         marked = self.run_process(capture='false')
         self.assertEqual({write: [] for write in marked}, marked)
+
+    def test_nova_conductor_logs_the_attach_lines_once(self):
+        path = os.path.join(self.tmp, 'nova.conf')
+        log_file = os.path.join(self.tmp, 'conductor.log')
+        with open(path, 'w') as f:
+            f.write(NOVA_CONF.format(tmp=self.tmp, capture='true'))
+            # Forked workers, and a placement client that never needs to
+            # answer.
+            f.write('[conductor]\nworkers = 2\n[placement]\n'
+                    'auth_type = none\n'
+                    'endpoint_override = http://127.0.0.1:9\n')
+        bin_dir = os.path.dirname(sys.executable)
+        for argv in (['api_db', 'sync'], ['db', 'sync']):
+            subprocess.run([os.path.join(bin_dir, 'nova-manage'),
+                            '--config-file', path] + argv, check=True,
+                           capture_output=True, timeout=120)
+        proc = subprocess.Popen(
+            [os.path.join(bin_dir, 'nova-conductor'), '--config-file', path,
+             '--log-file', log_file], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        self.addCleanup(proc.wait, 30)
+        self.addCleanup(self._killpg, proc.pid)
+        wanted = ('nova_ext notification driver attached; consumers: ',
+                  'nova_ext index change capture attached')
+        deadline = time.monotonic() + 60
+        while not all(w in self._read(log_file) for w in wanted):
+            self.assertIsNone(proc.poll(), self._read(log_file)[-3000:])
+            self.assertLess(time.monotonic(), deadline,
+                            self._read(log_file)[-3000:])
+            time.sleep(0.2)
+        # Its workers are forked and serve before SIGTERM stops them.
+        while self._read(log_file).count('Starting conductor node') < 2:
+            self.assertLess(time.monotonic(), deadline,
+                            self._read(log_file)[-3000:])
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+        logged = self._read(log_file)
+        for want in wanted:
+            self.assertEqual(1, logged.count(want), logged[-3000:])
+
+    @staticmethod
+    def _read(path):
+        try:
+            with open(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ''
+
+    @staticmethod
+    def _killpg(pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

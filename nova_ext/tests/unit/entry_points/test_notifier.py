@@ -11,9 +11,12 @@
 # under the License.
 """The nova_ext notification driver."""
 
+from nova_ext.entry_points import db_writes
 from nova_ext.entry_points import notifier
 from nova_ext import exception
 from nova_ext.notifications import dispatcher
+from nova_ext import startup_log
+from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests import plugins as test_plugins
 from nova_ext.tests.unit import base
 
@@ -62,3 +65,23 @@ class TestDriver(base.TestCase):
     def test_broken_consumer_plugin_fails_at_load(self):
         self.flags(consumers=['nope'], group='nova_ext_notifications')
         self.assertRaises(exception.PluginNotFound, self._driver)
+
+    def test_attach_lines_reach_the_log_set_up_after(self):
+        # Nova's parse_args builds the notifiers (rpc.init) before the
+        # process sets up its logging.
+        logs = self.useFixture(ext_fixtures.LoggingNotSetUp())
+        self.flags(consumers=['test-recorder'],
+                   group='nova_ext_notifications')
+        self.flags(capture=True, group='nova_ext_index')
+        self.addCleanup(db_writes.detach)
+        self._driver()
+        self._driver()
+        path = logs.setup()
+        self.assertTrue(startup_log.wait(10))
+        with open(path) as f:
+            lines = f.read().splitlines()
+        for want in ("nova_ext notification driver attached; consumers: "
+                     "['test-recorder']",
+                     'nova_ext index change capture attached'):
+            self.assertEqual(1, len([line for line in lines
+                                     if want in line]), (want, lines))
