@@ -427,7 +427,29 @@ class DevStackPluginTest(base.TestCase):
             ['rabbit://operator@10.0.0.9:5672/'],
             values(cell2, 'oslo_messaging_notifications', 'transport_url'))
 
-    # 4. nova-ext-indexer and nova-ext-status-watcher as DevStack services.
+    # 4. Change capture in nova-api and every conductor with the index.
+
+    def test_index_driver_turns_capture_on_for_api_and_conductors(self):
+        self.run_plugin('post-config', NOVA_EXT_INSTANCE_LIST_DRIVER='index')
+        # nova-api and the super conductor read nova.conf.
+        for name in ('nova.conf', 'nova_cell1.conf', 'nova_cell2.conf'):
+            self.assertEqual(
+                ['True'], values(self.etc_file(name), 'nova_ext_index',
+                                 'capture'), name)
+
+    def test_capture_off_when_asked_or_without_the_index(self):
+        self.run_plugin('post-config')
+        for name in ('nova.conf', 'nova_cell1.conf', 'nova_cell2.conf'):
+            self.assertEqual([], values(self.etc_file(name),
+                                        'nova_ext_index', 'capture'), name)
+        self.run_plugin('post-config', NOVA_EXT_INSTANCE_LIST_DRIVER='index',
+                        NOVA_EXT_INDEX_CAPTURE='False')
+        for name in ('nova.conf', 'nova_cell1.conf', 'nova_cell2.conf'):
+            self.assertEqual(
+                ['False'], values(self.etc_file(name), 'nova_ext_index',
+                                  'capture'), name)
+
+    # 5. nova-ext-indexer and nova-ext-status-watcher as DevStack services.
 
     def test_services_started_with_run_process_when_enabled(self):
         calls = self.run_plugin(
