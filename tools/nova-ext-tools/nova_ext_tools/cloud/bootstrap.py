@@ -49,13 +49,8 @@ def clouds_yaml(lay):
 
     A ``-stock`` cloud's compute endpoint is the stock nova-api.
     """
-    clouds = {}
-    for user in layout.USERS:
-        base = {'auth': auth(lay, user), 'region_name': layout.REGION,
-                'identity_api_version': 3, 'interface': 'public'}
-        clouds[user] = base
-        clouds[user + '-stock'] = dict(
-            base, compute_endpoint_override=lay.url('nova_stock', '/v2.1'))
+    clouds = {name: _cloud(lay, name) for user in layout.USERS
+              for name in (user, user + '-stock')}
     path = lay.path('clouds.yaml')
     with open(path, 'w') as f:
         yaml.safe_dump({'clouds': clouds}, f, default_flow_style=False)

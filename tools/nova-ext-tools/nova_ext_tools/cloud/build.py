@@ -59,11 +59,6 @@ class Cloud(object):
         self.stop()
         infra.remove_state(self.lay)
         os.makedirs(self.lay.state)
-        self.ps = procs.Processes(self.lay.state)
-        for part in (self.db, self.mq, self.ovn, self.keystone,
-                     self.placement, self.glance, self.neutron, self.nova,
-                     self.ext):
-            part.ps = self.ps
         step = self._step
         step('MariaDB', self.db.start)
         step('RabbitMQ', self.mq.start)

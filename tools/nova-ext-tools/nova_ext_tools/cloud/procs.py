@@ -45,8 +45,6 @@ class Processes(object):
         self.state = state
         self.piddir = os.path.join(state, 'pids')
         self.logdir = os.path.join(state, 'log')
-        os.makedirs(self.piddir, exist_ok=True)
-        os.makedirs(self.logdir, exist_ok=True)
 
     def log(self, name):
         return os.path.join(self.logdir, name + '.log')
@@ -63,6 +61,9 @@ class Processes(object):
         if self.running(name):
             raise CloudError('%s is running already (pid %d)'
                              % (name, self.pid(name)))
+        # Made here, not before: a new build removes the whole state.
+        os.makedirs(self.piddir, exist_ok=True)
+        os.makedirs(self.logdir, exist_ok=True)
         out = open(self.log(name), 'ab')
         try:
             proc = subprocess.Popen(
@@ -83,6 +84,8 @@ class Processes(object):
             return None
 
     def names(self):
+        if not os.path.isdir(self.piddir):
+            return []
         return sorted(n[:-4] for n in os.listdir(self.piddir)
                       if n.endswith('.pid'))
 

@@ -45,19 +45,29 @@ def archiver(test):
     return archive
 
 
+def new_stream(test, length_variable, default):
+    """(seed, length, stream): a stream over both clients of each user.
+
+    ``NOVA_EXT_STREAM_SEED`` replays a run; ``length_variable`` names the
+    environment variable of its length.
+    """
+    seed = int(os.environ.get('NOVA_EXT_STREAM_SEED')
+               or random.SystemRandom().randrange(2 ** 32))
+    actions = int(os.environ.get(length_variable) or default)
+    conns = {user: (test.connect(user), test.connect(user, stock=True))
+             for user in ('admin', 'member1', 'reader1', 'member2')}
+    return seed, actions, stream.Stream(random.Random(seed), conns,
+                                        test.resources,
+                                        archive=archiver(test))
+
+
 class TestChangeStream(base.CloudTestCase):
 
     def test_stream(self):
-        seed = int(os.environ.get('NOVA_EXT_STREAM_SEED')
-                   or random.SystemRandom().randrange(2 ** 32))
-        actions = int(os.environ.get('NOVA_EXT_STREAM_ACTIONS') or 300)
-        conns = {user: (self.connect(user), self.connect(user, stock=True))
-                 for user in ('admin', 'member1', 'reader1', 'member2')}
+        seed, actions, s = new_stream(self, 'NOVA_EXT_STREAM_ACTIONS', 300)
         # The counters nova-api writes every ten seconds.
         time.sleep(11)
         counted = base.list_counters(base.metrics(self.lay))
-        s = stream.Stream(random.Random(seed), conns, self.resources,
-                          archive=archiver(self))
         started = time.monotonic()
         try:
             s.run(actions)

@@ -23,28 +23,20 @@ afterwards the index has lost nothing (``nova-ext-manage index verify``).
 ``NOVA_EXT_FAULT_ACTIONS`` sets the stream's length.
 """
 
-import os
-import random
 import time
 
 from nova_ext_tools.tests.deployment import base
 from nova_ext_tools.tests.deployment import faults
-from nova_ext_tools.tests.deployment import stream
 from nova_ext_tools.tests.deployment import test_stream
 
 
 class TestFaults(base.CloudTestCase):
 
     def test_faults_in_a_stream(self):
-        seed = int(os.environ.get('NOVA_EXT_STREAM_SEED')
-                   or random.SystemRandom().randrange(2 ** 32))
-        actions = int(os.environ.get('NOVA_EXT_FAULT_ACTIONS') or 60)
-        conns = {user: (self.connect(user), self.connect(user, stock=True))
-                 for user in ('admin', 'member1', 'reader1', 'member2')}
+        seed, actions, s = test_stream.new_stream(
+            self, 'NOVA_EXT_FAULT_ACTIONS', 60)
         injected = faults.Faults(self.cloud)
         self.addCleanup(injected.finish)
-        s = stream.Stream(random.Random(seed), conns, self.resources,
-                          archive=test_stream.archiver(self))
         started = time.monotonic()
         try:
             s.run(actions, faults=injected)
