@@ -153,54 +153,59 @@ class Nova(object):
             return ()
         return ('faketime', '-f', offset)
 
-    def _service(self, name, binary, conf):
+    def _services(self):
+        """{name: (binary, config file)} of each Nova service but the APIs.
+
+        In the order they start.
+        """
+        services_ = {'nova-conductor': ('nova-conductor', self.conf)}
+        for cell in layout.CELLS:
+            services_['nova-conductor-' + cell] = ('nova-conductor',
+                                                   self.cell_conf(cell))
+        services_['nova-scheduler'] = ('nova-scheduler', self.conf)
+        for cell in layout.CELLS:
+            services_['nova-compute-' + cell] = ('nova-compute',
+                                                 self.compute_conf(cell))
+        return services_
+
+    def _apis(self):
+        """{name: (config files, port key)} of the two nova-apis.
+
+        Nova's WSGI application loads its pipeline from the first file.
+        """
+        return {
+            'nova-api': ([os.path.basename(self.paste), 'nova.conf'],
+                         'nova'),
+            'nova-api-stock': ([os.path.basename(self.stock_paste),
+                                'nova.conf', 'nova-api-stock.conf'],
+                               'nova_stock'),
+        }
+
+    def _start(self, name):
+        if name in self._apis():
+            files, port = self._apis()[name]
+            self._api(name, files, self.lay.ports[port])
+            return
+        binary, conf = self._services()[name]
         self.ps.start(name, [services.venv_bin(binary), '--config-file',
                              conf], prefix=self._clock(name))
 
     def start(self):
-        self._service('nova-conductor', 'nova-conductor', self.conf)
-        for cell in layout.CELLS:
-            self._service('nova-conductor-' + cell, 'nova-conductor',
-                          self.cell_conf(cell))
-        self._service('nova-scheduler', 'nova-scheduler', self.conf)
-        for cell in layout.CELLS:
-            self._service('nova-compute-' + cell, 'nova-compute',
-                          self.compute_conf(cell))
+        for name in self._services():
+            self._start(name)
         self.start_apis()
 
-    def _api_files(self, name):
-        # Nova's WSGI application loads its pipeline from the first file.
-        if name.endswith('stock'):
-            return [os.path.basename(self.stock_paste), 'nova.conf',
-                    'nova-api-stock.conf']
-        return [os.path.basename(self.paste), 'nova.conf']
-
     def start_apis(self):
-        self._api('nova-api', self._api_files('nova-api'),
-                  self.lay.ports['nova'])
-        self._api('nova-api-stock', self._api_files('nova-api-stock'),
-                  self.lay.ports['nova_stock'])
-        for name, port in (('nova-api', 'nova'),
-                           ('nova-api-stock', 'nova_stock')):
+        for name in self._apis():
+            self._start(name)
+        for name, (_, port) in self._apis().items():
             procs.wait_for(name, lambda p=port: procs.http_up(
                 self.lay.url(p)), 180, self.ps, name)
 
     def restart(self, name):
-        """Stop and start one Nova process (or both nova-apis' one)."""
+        """Stop and start one Nova process (a nova-api: all its workers)."""
         self.ps.stop(name)
-        if name in ('nova-api', 'nova-api-stock'):
-            self._api(name, self._api_files(name), self.lay.ports[
-                'nova' if name == 'nova-api' else 'nova_stock'])
-            return
-        binary, _, cell = name.partition('-')[2].partition('-')
-        binary = 'nova-' + binary
-        if binary == 'nova-compute':
-            conf = self.compute_conf(cell)
-        elif cell:
-            conf = self.cell_conf(cell)
-        else:
-            conf = self.conf
-        self._service(name, binary, conf)
+        self._start(name)
 
     def restart_all(self):
         """Restart every Nova process, as after a change of nova.conf."""
@@ -209,7 +214,4 @@ class Nova(object):
         self.start()
 
     def process_names(self):
-        return (['nova-conductor', 'nova-scheduler']
-                + ['nova-conductor-' + c for c in layout.CELLS]
-                + ['nova-compute-' + c for c in layout.CELLS]
-                + ['nova-api', 'nova-api-stock'])
+        return list(self._services()) + list(self._apis())

@@ -32,14 +32,11 @@ class NovaExt(object):
 
     def __init__(self, lay, ps, db, nova):
         self.lay, self.ps, self.db, self.nova = lay, ps, db, nova
-        #: (argv, exit code, output) of every command run.
-        self.ran = []
 
     def command(self, name, *args, conf=None, check=True):
         argv = [services.venv_bin(name), '--config-file',
                 conf or self.nova.conf] + list(args)
         done = subprocess.run(argv, capture_output=True, text=True)
-        self.ran.append((argv, done.returncode, done.stdout + done.stderr))
         if check and done.returncode:
             raise procs.CloudError('%s exited %d:\n%s%s' % (
                 ' '.join(argv[:1] + argv[3:]), done.returncode,
