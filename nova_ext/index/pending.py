@@ -15,8 +15,13 @@ Whatever learns of a change (a notification, a reconcile pass) marks the
 instance here first, and only once that is committed (one transaction per
 batch of changes) lets go of the news (acknowledges the message). The
 indexer re-reads marked instances from their cells and unmarks them once
-the index holds a state at least as new as the last mark. Nothing is lost
+the index holds a read that began after the last mark. Nothing is lost
 between the two, and the age of the oldest mark is the index's lag.
+
+Each mark carries a number of the index's own sequence (``seq``), taken
+anew each time it is recorded or renewed: a reader removes only a mark
+whose number has not changed since it took it, whatever the writers'
+clocks said (``nova_ext.index.sequence``).
 """
 
 import functools
@@ -29,6 +34,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from nova_ext.index import db
+from nova_ext.index import sequence
 from nova_ext.index import sqlite
 
 PENDING = sa.table(
@@ -36,7 +42,7 @@ PENDING = sa.table(
     sa.column('uuid', sa.String), sa.column('first_event_at', sa.Float),
     sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer),
     sa.column('holds', sa.Integer), sa.column('releases', sa.Integer),
-    sa.column('held_at', sa.Float))
+    sa.column('held_at', sa.Float), sa.column('seq', sa.BigInteger))
 
 #: Seconds after its last hold that a mark with more holds than releases
 #: may be removed all the same: its writer died before it could release.
@@ -66,10 +72,12 @@ def mark(engine, events, holds=None, timeout=None, cooperative=True):
         committed (or rolled back); see :func:`unmark`.
     :param timeout, cooperative: how to wait for a lock
         (``db.begin_write``).
+    :returns: the number the marks took (``nova_ext.index.sequence``), or
+        None when there was nothing to mark.
     """
     latest = events if isinstance(events, dict) else coalesce(events)
     if not latest:
-        return
+        return None
     holds = holds or {}
     # In uuid order: concurrent marks lock rows in the same order, so that
     # they wait for each other rather than deadlock.
@@ -79,20 +87,24 @@ def mark(engine, events, holds=None, timeout=None, cooperative=True):
         rows.append({'uuid': uuid, 'first_event_at': first,
                      'last_event_at': last, 'attempts': 0, 'holds': held,
                      'releases': released,
-                     'held_at': last if held else 0.0})
+                     'held_at': last if held else 0.0, 'seq': 0})
     if engine.dialect.name == 'sqlite' and len(rows) <= AUTOCOMMIT_ROWS:
-        _mark_sqlite(engine, rows, timeout, cooperative)
-        return
+        return _mark_sqlite(engine, rows, timeout, cooperative)
+
+    def attempt(conn):
+        number = sequence.next_number(conn)
+        _mark(conn, [dict(row, seq=number) for row in rows])
+        return number
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
-    # and its insert: db.write runs it again.
-    db.write(engine, lambda conn: _mark(conn, rows), timeout=timeout,
-             cooperative=cooperative)
+    # and its insert: db.write runs it again, with a new number.
+    return db.write(engine, attempt, timeout=timeout,
+                    cooperative=cooperative)
 
 
-#: Marks at most that SQLite records in one statement (7 parameters each,
+#: Marks at most that SQLite records in one statement (8 parameters each,
 #: under the 999 of SQLite's older builds); more are one transaction.
-AUTOCOMMIT_ROWS = 128
+AUTOCOMMIT_ROWS = 120
 
 
 def _mark_sqlite(engine, rows, timeout, cooperative):
@@ -103,16 +115,23 @@ def _mark_sqlite(engine, rows, timeout, cooperative):
     its holds and releases twice had a part of it been recorded. And a
     hold, which Nova's write waits for, does not hold the write lock across
     BEGIN, the statement and COMMIT, each a wait for the interpreter lock.
+
+    The number is taken first, by a statement of its own: taken after the
+    changes committed, it orders them before any read that sees it, even
+    if the marks fail and are recorded later with another.
     """
+    wait = (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
+            else timeout)
     with engine.connect() as conn:
+        number = sqlite.autocommit(conn, sequence.SQLITE_NEXT, (), wait,
+                                   cooperative).lastrowid
         compiled = _compiled(conn.dialect, _upsert('sqlite'))
         head, group, tail = _values_group(compiled.string)
         sql = '%s%s%s' % (head, ', '.join([group] * len(rows)), tail)
         params = [value for row in rows
-                  for value in _parameters(compiled, row)]
-        sqlite.autocommit(conn, sql, params,
-                          (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
-                           else timeout), cooperative)
+                  for value in _parameters(compiled, dict(row, seq=number))]
+        sqlite.autocommit(conn, sql, params, wait, cooperative)
+    return number
 
 
 @functools.lru_cache(maxsize=4)
@@ -156,7 +175,8 @@ def _merged(new, least, greatest):
             'last_event_at': greatest(c.last_event_at, new.last_event_at),
             'holds': c.holds + new.holds,
             'releases': c.releases + new.releases,
-            'held_at': greatest(c.held_at, new.held_at)}
+            'held_at': greatest(c.held_at, new.held_at),
+            'seq': new.seq}
 
 
 #: ``{dialect: compiled upsert}``: SQLAlchemy does not cache the
@@ -221,13 +241,14 @@ def _mark(conn, rows):
                                   row.last_event_at),
                 holds=row.holds + values['holds'],
                 releases=row.releases + values['releases'],
-                held_at=max(row.held_at, values['held_at'])))
+                held_at=max(row.held_at, values['held_at']),
+                seq=values['seq']))
     if new:
         conn.execute(sa.insert(PENDING), new)
 
 
 def take(engine, limit, skip=()):
-    """The ``limit`` oldest marks, as ``{uuid: last_event_at}``.
+    """The ``limit`` oldest marks, as ``{uuid: seq}``.
 
     :param skip: uuids not to take: marks that failed a moment ago, which
         must not hold back the newer ones behind them.
@@ -238,12 +259,12 @@ def take(engine, limit, skip=()):
         # Skipped here rather than with NOT IN: a cell down for long can
         # fail more marks than a statement takes parameters. At most
         # len(skip) rows more than taken are read.
-        rows = conn.execute(sa.select(PENDING.c.uuid, PENDING.c.last_event_at)
+        rows = conn.execute(sa.select(PENDING.c.uuid, PENDING.c.seq)
                             .order_by(PENDING.c.first_event_at)
                             .limit(limit + len(skip)))
         for row in rows:
             if row.uuid not in skip:
-                taken[row.uuid] = row.last_event_at
+                taken[row.uuid] = row.seq
                 if len(taken) == limit:
                     break
     return taken
@@ -251,6 +272,8 @@ def take(engine, limit, skip=()):
 
 def unmark(engine, taken, now=None):
     """Remove marks that no event has renewed since they were taken.
+
+    :param taken: ``{uuid: seq}``, as :func:`take` gives.
 
     Nor those a Nova transaction still holds (more holds than releases):
     what was read of their instance may predate its commit. A hold older
@@ -263,11 +286,11 @@ def unmark(engine, taken, now=None):
         # One statement, executed for every mark (executemany).
         conn.execute(sa.delete(PENDING).where(
             PENDING.c.uuid == sa.bindparam('taken_uuid'),
-            PENDING.c.last_event_at <= sa.bindparam('taken_last'),
+            PENDING.c.seq == sa.bindparam('taken_seq'),
             sa.or_(PENDING.c.holds <= PENDING.c.releases,
                    PENDING.c.held_at < expired)),
-            [{'taken_uuid': uuid, 'taken_last': last}
-             for uuid, last in sorted(taken.items())])
+            [{'taken_uuid': uuid, 'taken_seq': seq}
+             for uuid, seq in sorted(taken.items())])
 
 
 def failed(engine, uuids):

@@ -12,6 +12,7 @@
 """Re-reading changed instances from their cells into the index."""
 
 import collections
+import functools
 import time
 
 from nova import context as nova_context
@@ -25,6 +26,7 @@ import sqlalchemy as sa
 from nova_ext.entry_points.internals import api_db
 from nova_ext.index import db
 from nova_ext.index import pending
+from nova_ext.index import sequence
 from nova_ext.index import source
 from nova_ext.index import writer
 
@@ -80,7 +82,10 @@ def refresh(ctx, conf, uuids, rewrite=False):
     if unmapped:
         totals = totals._replace(removed=_again_if_raced(
             remove, engine, unmapped))
-    results = _each_cell(ctx, by_cell, source.read)
+    # Taken before any cell is read: see nova_ext.index.sequence.
+    ticket = sequence.ticket(engine)
+    results = _each_cell(ctx, by_cell,
+                         functools.partial(source.read, ticket=ticket))
     reads = []
     for cell_uuid, cell_uuids in sorted(by_cell.items()):
         result = results.get(cell_uuid)
@@ -120,10 +125,11 @@ def refresh_now(ctx, conf, uuids, rewrite=False):
     """
     engine = db.get_engine(conf)
     now = time.time()
-    pending.mark(engine, [(u, now) for u in uuids])
+    number = pending.mark(engine, [(u, now) for u in uuids])
     totals, failed = refresh(ctx, conf, uuids, rewrite=rewrite)
     failed_set = set(failed)
-    pending.unmark(engine, {u: now for u in uuids if u not in failed_set})
+    pending.unmark(engine, {u: number for u in uuids
+                            if u not in failed_set})
     return totals, failed
 
 
@@ -263,7 +269,7 @@ def remove(engine, uuids):
 def apply_marks(ctx, conf, taken):
     """Re-read the instances of marks taken, then unmark what was applied.
 
-    :param taken: ``{uuid: last_event_at}``, as ``pending.take`` gives.
+    :param taken: ``{uuid: seq}``, as ``pending.take`` gives.
     :returns: the set of uuids that failed; their marks stay.
     """
     _totals, failed = refresh(ctx, conf, taken)

@@ -49,18 +49,22 @@ class CellRead(object):
 
     :ivar cell_uuid: the cell read.
     :ivar cell_id: its cell mapping id.
-    :ivar read_at: wall-clock time the read started; a later read of the
-        same instance reflects a state at least as new.
+    :ivar read_at: wall-clock time the read started: when the rows the
+        index holds were read (the render cache's key), not their order.
+    :ivar ticket: the index's sequence number taken before the read
+        (``nova_ext.index.sequence``): a read with a higher ticket
+        reflects a state at least as new.
     :ivar instances: ``{uuid: row mapping}``; uuids asked for but absent
         from the cell are not in it.
     :ivar children: ``{table name: {uuid: [row mappings]}}``.
     :ivar security_groups: ``{uuid: [(association row, group row)]}``.
     """
 
-    def __init__(self, cell_mapping, read_at):
+    def __init__(self, cell_mapping, read_at, ticket):
         self.cell_uuid = cell_mapping.uuid
         self.cell_id = cell_mapping.id
         self.read_at = read_at
+        self.ticket = ticket
         self.instances = {}
         self.children = {}
         self.security_groups = {}
@@ -72,13 +76,15 @@ class CellRead(object):
 PROBE_MAX = 100
 
 
-def read(cctxt, cell_mapping, uuids):
+def read(cctxt, cell_mapping, uuids, ticket):
     """Read the instances ``uuids`` and their related rows from one cell.
 
     :param cctxt: a context targeted at ``cell_mapping``.
+    :param ticket: the index's sequence number, taken before this read
+        (``nova_ext.index.sequence.ticket``).
     """
     uuids = list(uuids)
-    result = CellRead(cell_mapping, time.time())
+    result = CellRead(cell_mapping, time.time(), ticket)
     if not uuids:
         return result
     with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:

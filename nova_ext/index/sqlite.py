@@ -187,10 +187,11 @@ def autocommit(conn, sql, params, wait, cooperative):
     for SQLite's own work only. ``conn`` must not be in a transaction.
 
     :param wait, cooperative: as :func:`begin_write`.
+    :returns: the DB-API cursor of the statement.
     """
     dbapi_connection = conn.connection.dbapi_connection
     try:
-        _waiting_for_lock(
+        return _waiting_for_lock(
             conn, lambda: dbapi_connection.execute(sql, params), wait,
             cooperative)
     finally:

@@ -29,6 +29,7 @@ from nova import objects
 import sqlalchemy as sa
 
 from nova_ext.index import db
+from nova_ext.index import sequence
 from nova_ext.index import source
 from nova_ext.index import verify
 from nova_ext.index import writer
@@ -110,8 +111,9 @@ def sync_cell(ctx, conf, cell, restart=False, since=None, progress=None):
                 found, _held(engine, cell.uuid, old), cutoff)
             totals['expired'] += len(skipped)
             uuids = [u for u, _deleted, _at in found if u not in skipped]
-            outcome = writer.apply(engine, source.read(cctxt, cell, uuids),
-                                   uuids)
+            outcome = writer.apply(
+                engine, source.read(cctxt, cell, uuids,
+                                    sequence.ticket(engine)), uuids)
             for field in outcome._fields:
                 totals[field] += len(getattr(outcome, field))
             after = rows[-1][0]

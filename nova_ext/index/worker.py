@@ -27,9 +27,14 @@ import time
 from nova import context as nova_context
 from oslo_log import log as logging
 
+from nova_ext.index import db
 from nova_ext.index import refresh
+from nova_ext.index import sequence
 
 LOG = logging.getLogger(__name__)
+
+#: Seconds between two prunings of the index's sequence (one row a mark).
+PRUNE_INTERVAL = 60.0
 
 
 class Worker(object):
@@ -41,6 +46,7 @@ class Worker(object):
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
+        self._pruned = float('-inf')
         self._thread = threading.Thread(target=self._run, name=name,
                                         daemon=True)
         self._thread.start()
@@ -72,6 +78,7 @@ class Worker(object):
                 LOG.exception('nova_ext index worker failed to apply '
                               'pending changes; retrying in %.0f s',
                               self.retry)
+            self._prune()
             if failed and retry_at is None:
                 retry_at = time.monotonic() + self.retry
             if not self._wake.is_set():
@@ -91,6 +98,18 @@ class Worker(object):
             self.applied += applied
             if not applied and len(failed) == before:
                 return
+
+    def _prune(self):
+        """Drop the index sequence's old numbers, every PRUNE_INTERVAL s."""
+        now = time.monotonic()
+        if now - self._pruned < PRUNE_INTERVAL:
+            return
+        self._pruned = now
+        try:
+            db.write(db.get_engine(self.conf), sequence.prune)
+        except Exception as e:
+            # Only the table's size is at stake; tried again later.
+            LOG.warning('nova_ext index could not prune its sequence: %s', e)
 
     def wait_idle(self, timeout=None):
         """Wait until nothing is pending that the worker knows of."""

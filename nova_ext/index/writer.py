@@ -12,10 +12,12 @@
 """Writing what was read from a cell into the index.
 
 A write never moves an instance back in time: the index remembers, per
-instance, the ``updated_at`` of the row it holds and when that row was read,
-and a read that is older on both counts is dropped. Duplicate and
-out-of-order refreshes are therefore harmless, which is what lets the
-notification paths retry freely.
+instance, the ticket of the read it holds (``nova_ext.index.sequence``),
+and a read with a lower ticket is dropped. No clock takes part: Nova's
+``updated_at`` is the clock of whichever host wrote, and a change made on
+a host whose clock is behind carries an older stamp than the change
+before it. Duplicate and out-of-order refreshes are therefore harmless,
+which is what lets the notification paths retry freely.
 
 It also remembers a digest of the rows it holds of the instance, table by
 table: a read that finds the same rows only records when it was read
@@ -40,7 +42,8 @@ BOOK = sa.table(
     sa.column('source_id', sa.Integer),
     sa.column('source_updated_at', sa.DateTime),
     sa.column('read_at', sa.Float), sa.column('deleted_at', sa.DateTime),
-    sa.column('digest', sa.String), sa.column('checked_at', sa.Float))
+    sa.column('digest', sa.String), sa.column('checked_at', sa.Float),
+    sa.column('ticket', sa.BigInteger))
 
 #: What the index holds of an instance, in parts that are written apart:
 #: its row, its rows of each related table, its security groups.
@@ -53,12 +56,14 @@ Outcome = collections.namedtuple('Outcome',
                                  'written stale hidden removed missing')
 
 
-def _is_stale(book, row, read_at):
-    held, new = book.source_updated_at, row['updated_at']
-    if held is not None and (new is None or new < held):
-        return True
-    return new == held and read_at < max(book.read_at,
-                                         book.checked_at or 0.0)
+def _is_stale(book, read):
+    """Whether the index holds a read that began after ``read`` began.
+
+    Two reads with the same ticket began with no change marked between
+    them, so either may be written: a change between them is marked after
+    both began, and read again.
+    """
+    return book.ticket is not None and read.ticket < book.ticket
 
 
 def _rows_of(read, uuid, part):
@@ -186,7 +191,7 @@ def _book_values(w):
     row = w.read.instances[w.uuid]
     return {'source_id': row['id'], 'source_updated_at': row['updated_at'],
             'read_at': w.read.read_at, 'deleted_at': row['deleted_at'],
-            'digest': w.digest, 'checked_at': None}
+            'digest': w.digest, 'checked_at': None, 'ticket': w.read.ticket}
 
 
 def _replace(conn, writes, remove):
@@ -259,14 +264,15 @@ def _update_instances(conn, writes):
 def _touch(conn, reads):
     """Record when rows that the index holds already were read again.
 
-    :param reads: ``[(read_at, uuid)]``; each is newer than the book's
-        times (else it would be stale).
+    :param reads: ``[(read, uuid)]``; each read's ticket is at least the
+        book's (else it would be stale).
     """
     if reads:
         conn.execute(sa.update(BOOK).where(
             BOOK.c.uuid == sa.bindparam('touched')).values(
-            checked_at=sa.bindparam('at')),
-            [{'touched': uuid, 'at': at} for at, uuid in reads])
+            checked_at=sa.bindparam('at'), ticket=sa.bindparam('t')),
+            [{'touched': uuid, 'at': read.read_at, 't': read.ticket}
+             for read, uuid in reads])
 
 
 def apply(engine, read, uuids, rewrite=False):
@@ -311,14 +317,14 @@ def apply_reads(engine, reads, rewrite=False):
                         continue
                     # Its index id is of its cell: every row is written.
                     held = None
-                elif held is not None and _is_stale(held, row, read.read_at):
+                elif held is not None and _is_stale(held, read):
                     out.stale.append(uuid)
                     continue
                 write = Write(read, uuid, PARTS, digest(read, uuid))
                 parts = (PARTS if rewrite or held is None
                          else _changed(held, write.digest))
                 if not parts:
-                    same.append((read.read_at, uuid))
+                    same.append((read, uuid))
                 elif parts == PARTS:
                     replace.append(write)
                 else:
@@ -328,5 +334,5 @@ def apply_reads(engine, reads, rewrite=False):
         _touch(conn, same)
         out.removed.extend(remove)
         out.written.extend(w.uuid for w in replace + patch)
-        out.written.extend(uuid for _at, uuid in same)
+        out.written.extend(uuid for _read, uuid in same)
     return out

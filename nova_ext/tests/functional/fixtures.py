@@ -21,6 +21,7 @@ swaps in a fake notifier in TestCase.setUp), the fixture re-runs Nova's own
 """
 
 import collections
+import datetime
 import os
 import sys
 import time
@@ -30,6 +31,7 @@ from nova import context as nova_context
 from nova import rpc
 from nova.scheduler import request_filter
 from oslo_config import cfg
+from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext.api import paste_config
@@ -231,6 +233,29 @@ class IndexFixture(fixtures.Fixture):
                     'index still has %d pending changes after %.0f s'
                     % (index_pending.count(self.engine), timeout))
             time.sleep(0.05)
+
+
+class SkewedClock(fixtures.Fixture):
+    """Nova's clock ``seconds`` off (behind when negative), while in use.
+
+    Nova stamps ``updated_at`` (and judges services up) with
+    ``timeutils.utcnow``; this process's then runs as the clock of a host
+    that is behind or ahead of the others. It still moves.
+    """
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.offset = datetime.timedelta(seconds=seconds)
+
+    def _setUp(self):
+        real, offset = timeutils.utcnow, self.offset
+
+        def utcnow(with_timezone=False):
+            return real(with_timezone) + offset
+        # As timeutils.set_time_override expects of it.
+        utcnow.override_time = None
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_utils.timeutils.utcnow', utcnow))
 
 
 class NovaWrites(fixtures.Fixture):

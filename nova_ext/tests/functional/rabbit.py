@@ -43,6 +43,8 @@ class RabbitMQ(object):
             os.environ,
             PATH=self.bin + ':' + os.environ.get('PATH', ''),
             HOME=self.dir,
+            # Erlang's port mapper, if this starts it: 127.0.0.1 only.
+            ERL_EPMD_ADDRESS='127.0.0.1',
             RABBITMQ_NODENAME=self.node,
             RABBITMQ_NODE_IP_ADDRESS='127.0.0.1',
             RABBITMQ_NODE_PORT=str(self.port),

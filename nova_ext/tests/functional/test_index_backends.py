@@ -69,6 +69,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
+from nova_ext.index import sequence
 from nova_ext.index import service_changes
 from nova_ext.index import source
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -167,8 +168,10 @@ class _Schema(_OnServer):
                                           '%s.%s' % (table, column['name']))
         now = time.time()
         pending.mark(self.index.engine, [('u1', now)])
-        self.assertAlmostEqual(now, pending.take(self.index.engine, 1)['u1'],
-                               delta=0.001)
+        with self.index.engine.connect() as conn:
+            last = conn.execute(sa.select(
+                pending.PENDING.c.last_event_at)).scalar()
+        self.assertAlmostEqual(now, last, delta=0.001)
         self.assertLess(pending.lag(self.index.engine, now=now + 1), 1.001)
 
     def test_holds_add_up_in_one_row_and_in_many(self):
@@ -218,8 +221,33 @@ class _Schema(_OnServer):
         pending.mark(self.index.engine, [('u1', 10.0)])
         self.assertEqual([], raised)
         self.assertEqual(1, len(raced))
-        self.assertEqual({'u1': 10.0}, pending.take(self.index.engine, 10))
+        c = pending.PENDING.c
+        with self.index.engine.connect() as conn:
+            got = conn.execute(sa.select(c.uuid, c.last_event_at,
+                                         c.seq)).all()
+        self.assertEqual([('u1', 10.0)], [tuple(r[:2]) for r in got])
         self.assertEqual(95.0, pending.lag(self.index.engine, now=100.0))
+        # Each mark took a number of its own; the row has the last
+        # writer's, which no reader could have taken before.
+        self.assertEqual(2, sequence.ticket(self.index.engine))
+        self.assertIn(got[0].seq, (1, 2))
+
+    def test_the_sequence_orders_what_is_committed(self):
+        engine = self.index.engine
+        first = pending.mark(engine, [('a', 1.0)])
+        self.assertEqual(first, sequence.ticket(engine))
+        # A number taken in a transaction not committed yet is no ticket;
+        # the next one taken is higher, whoever commits first.
+        with engine.connect() as conn, conn.begin():
+            pending_number = sequence.next_number(conn)
+            later = pending.mark(engine, [('b', 2.0)])
+            self.assertEqual(later, sequence.ticket(engine))
+        self.assertLess(first, pending_number)
+        self.assertLess(pending_number, later)
+        with engine.begin() as conn:
+            self.assertEqual(2, sequence.prune(conn))
+        self.assertEqual(later, sequence.ticket(engine))
+        self.assertGreater(pending.mark(engine, [('c', 3.0)]), later)
 
     def test_service_changes_racing_for_one_host(self):
         # Another process bumps a host this bump found missing, just before
@@ -256,7 +284,7 @@ class _Schema(_OnServer):
         for probe_max in (source.PROBE_MAX, 0):
             self.useFixture(fixtures.MockPatchObject(source, 'PROBE_MAX',
                                                      probe_max))
-            read = source.CellRead(mock.Mock(uuid='cell', id=1), 1.0)
+            read = source.CellRead(mock.Mock(uuid='cell', id=1), 1.0, 1)
             with self.index.engine.connect() as conn:
                 source.read_rows(conn.execute, read, uuids + ['gone'])
             reads.append(read)

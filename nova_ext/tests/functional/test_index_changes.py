@@ -15,9 +15,12 @@ A few hundred actions over a few dozen servers in two cells (create,
 delete, stop, start, reboot, lock with a reason, rename, metadata, tags,
 interfaces, volumes and a failed attach, Neutron's port events after the
 port changed, a refused console request on an ERROR server, builds that
-find no host, archiving), with RPC casts left asynchronous. Right after
-each action, without waiting for anything, a sample of list requests is
-answered by the index and by Nova, and compared byte for byte.
+find no host, archiving), with RPC casts left asynchronous, each made
+with Nova's clock behind or ahead by up to 10 s or on time, drawn at
+random (the hosts of a cloud do not agree on the time, and Nova stamps
+``updated_at`` with the writer's). Right after each action, without
+waiting for anything, a sample of list requests is answered by the index
+and by Nova, and compared byte for byte.
 
 Nova's answer may change while the index answers (a cast is still at
 work), so each comparison takes Nova's answer before and after the
@@ -233,6 +236,9 @@ class _ChangeStream(object):
     SAMPLE = 3
     #: Comparisons of one request at most, while Nova writes meanwhile.
     ATTEMPTS = 50
+    #: Seconds Nova's clock is off while an action is made, drawn for each:
+    #: the clock of a host behind or ahead of the others', or none.
+    CLOCKS = (0, 0, 0, 0, -10, -5, -3, -1, 1, 3, 10)
 
     def _setup_services(self):
         # Room for every server of the stream on the fake computes.
@@ -308,7 +314,8 @@ class _ChangeStream(object):
         for step in range(self.STEPS):
             self.before_step(step)
             name = rng.choice(names) if stream.servers else 'create'
-            stream.run(name)
+            with ext_fixtures.SkewedClock(rng.choice(self.CLOCKS)):
+                stream.run(name)
             for api, version, uri in rng.sample(queries, self.SAMPLE):
                 api.microversion = version
                 self.assertSameNow(api, uri, '%d %s' % (step, name),

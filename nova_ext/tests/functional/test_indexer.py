@@ -113,9 +113,11 @@ class TestIndexer(rabbit.SharedBroker, base.BaseTestCase):
             self.indexer.send_signal(sig)
             self.indexer.wait(30)
 
-    def _publish(self, uuids, event_type='instance.update'):
-        for u in uuids:
+    def _publish(self, uuids, event_type='instance.update', pause=0.0):
+        for n, u in enumerate(uuids, 1):
             self.notifier.info({}, event_type, _payload(u))
+            if pause and not n % 100:
+                time.sleep(pause)
 
     def _marked(self):
         return marked(self.engine)
@@ -132,7 +134,10 @@ class TestIndexer(rabbit.SharedBroker, base.BaseTestCase):
     def test_killed_mid_stream_loses_nothing(self):
         self._start_indexer()
         uuids = [str(uuid.uuid4()) for _ in range(1500)]
-        publisher = threading.Thread(target=self._publish, args=(uuids,))
+        # Paced (at least 1.5 s in all), so that the kill falls within the
+        # stream however loaded the machine is.
+        publisher = threading.Thread(target=self._publish, args=(uuids,),
+                                     kwargs={'pause': 0.1})
         started = time.monotonic()
         publisher.start()
         while len(self._marked()) < 200:

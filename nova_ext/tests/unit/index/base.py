@@ -135,9 +135,13 @@ def instance_row(uuid, source_id, updated_at, name, hidden=False,
             'display_name': name}
 
 
-def cell_read(cell, read_at, *rows, tags=None):
-    """A ``source.CellRead`` of ``cell`` holding ``rows``."""
-    read = source.CellRead(cell, read_at)
+def cell_read(cell, read_at, *rows, tags=None, ticket=None):
+    """A ``source.CellRead`` of ``cell`` holding ``rows``.
+
+    Its ticket orders it among reads: ``read_at`` unless given.
+    """
+    read = source.CellRead(cell, read_at,
+                           read_at if ticket is None else ticket)
     for row in rows:
         read.instances[row['uuid']] = row
     read.children['tags'] = tags or {}

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from nova_ext.index import db
 from nova_ext.index import pending
+from nova_ext.index import sequence
 from nova_ext.index import sqlite
 from nova_ext.index import writer
 from nova_ext.tests.unit.index import base as index_base
@@ -28,11 +29,17 @@ from nova_ext.tests.unit.index import base as index_base
 
 class TestPending(index_base.IndexDBTestCase):
 
+    def lasts(self):
+        """``{uuid: last_event_at}`` of every mark."""
+        with self.engine.connect() as conn:
+            return {r.uuid: r.last_event_at for r in conn.execute(
+                sa.select(pending.PENDING))}
+
     def test_mark_keeps_first_and_last(self):
         pending.mark(self.engine, [('a', 10.0), ('a', 5.0), ('b', 7.0)])
         pending.mark(self.engine, [('a', 20.0)])
         self.assertEqual({'a': 20.0, 'b': 7.0},
-                         pending.take(self.engine, 10))
+                         self.lasts())
         self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
 
     def test_unmark_keeps_renewed_marks(self):
@@ -40,8 +47,32 @@ class TestPending(index_base.IndexDBTestCase):
         taken = pending.take(self.engine, 10)
         pending.mark(self.engine, [('a', 11.0)])
         pending.unmark(self.engine, taken)
-        self.assertEqual({'a': 11.0}, pending.take(self.engine, 10))
+        self.assertEqual({'a': 11.0}, self.lasts())
         self.assertEqual(1, pending.count(self.engine))
+
+    def test_a_renewal_from_a_clock_behind_keeps_the_mark(self):
+        # The change after the mark was taken comes from a host whose
+        # clock is 5 s behind: its event time is older than the mark's,
+        # and the read of the mark's taker may predate it.
+        pending.mark(self.engine, [('a', 100.0)])
+        taken = pending.take(self.engine, 10)
+        pending.mark(self.engine, [('a', 95.0)])
+        pending.unmark(self.engine, taken)
+        self.assertEqual({'a': 100.0}, self.lasts())
+        # Taken again (with its new number), it goes.
+        pending.unmark(self.engine, pending.take(self.engine, 10))
+        self.assertEqual({}, self.lasts())
+
+    def test_each_mark_takes_the_next_number(self):
+        first = pending.mark(self.engine, [('a', 10.0), ('b', 10.0)])
+        self.assertEqual({'a': first, 'b': first},
+                         pending.take(self.engine, 10))
+        # Renewed with an earlier time, 'a' still takes a higher number.
+        second = pending.mark(self.engine, [('a', 1.0)])
+        self.assertGreater(second, first)
+        self.assertEqual({'a': second, 'b': first},
+                         pending.take(self.engine, 10))
+        self.assertIsNone(pending.mark(self.engine, []))
 
     def test_no_lag_when_nothing_pending(self):
         self.assertEqual(0.0, pending.lag(self.engine))
@@ -55,8 +86,8 @@ class TestPending(index_base.IndexDBTestCase):
     def test_take_passes_over_skipped_marks(self):
         pending.mark(self.engine, [('new', 30.0), ('old', 1.0),
                                    ('mid', 2.0)])
-        self.assertEqual({'mid': 2.0, 'new': 30.0},
-                         pending.take(self.engine, 2, skip={'old'}))
+        self.assertEqual(['mid', 'new'],
+                         list(pending.take(self.engine, 2, skip={'old'})))
         self.assertEqual(['new'], list(pending.take(
             self.engine, 2, skip=['old', 'mid', 'gone'])))
         self.assertEqual({}, pending.take(self.engine, 2,
@@ -79,14 +110,19 @@ class TestPending(index_base.IndexDBTestCase):
 
     def test_sqlite_mark_is_one_statement_outside_any_transaction(self):
         seen = self.sqlite_statements(self.engine)
-        pending.mark(self.engine, [('a', 1.0), ('b', 2.0), ('a', 3.0)])
+        number = pending.mark(self.engine,
+                              [('a', 1.0), ('b', 2.0), ('a', 3.0)])
         writes = [s for s in seen if not s.startswith('PRAGMA')]
-        self.assertEqual(1, len(writes), seen)
-        self.assertIn('ON CONFLICT', writes[0])
+        # The number, then the marks: each a statement of its own.
+        self.assertEqual(2, len(writes), seen)
+        self.assertEqual(sequence.SQLITE_NEXT, writes[0])
+        self.assertIn('ON CONFLICT', writes[1])
         # Both marks, coalesced, in the one statement (values expanded).
-        self.assertIn("('a', 1.0, 3.0, ", writes[0])
-        self.assertIn("('b', 2.0, 2.0, ", writes[0])
-        self.assertEqual({'a': 3.0, 'b': 2.0}, pending.take(self.engine, 10))
+        self.assertIn("('a', 1.0, 3.0, 0, 0, 0, 0.0, %d)" % number,
+                      writes[1])
+        self.assertIn("('b', 2.0, 2.0, 0, 0, 0, 0.0, %d)" % number,
+                      writes[1])
+        self.assertEqual({'a': 3.0, 'b': 2.0}, self.lasts())
 
     def test_sqlite_batch_is_recorded_whole_or_not_at_all(self):
         # Were a batch recorded in part and then again whole, its holds and
@@ -108,15 +144,17 @@ class TestPending(index_base.IndexDBTestCase):
         seen = self.statements(self.engine)
         pending.mark(self.engine, [('a', 1.0), ('b', 2.0), ('a', 3.0)])
         self.assertEqual(['BEGIN IMMEDIATE'], seen[:1])
-        self.assertEqual(1, len([s for s in seen if 'INSERT' in s]), seen)
-        self.assertIn('ON CONFLICT', seen[1])
-        self.assertEqual({'a': 3.0, 'b': 2.0}, pending.take(self.engine, 10))
+        # The number, then the marks, in the transaction.
+        self.assertEqual(2, len([s for s in seen if 'INSERT' in s]), seen)
+        self.assertIn('nova_ext_index_sequence', seen[1])
+        self.assertIn('ON CONFLICT', seen[2])
+        self.assertEqual({'a': 3.0, 'b': 2.0}, self.lasts())
 
     def test_marks_merge_into_held_marks(self):
         pending.mark(self.engine, [('a', 10.0)])
         pending.mark(self.engine, [('a', 5.0), ('a', 7.0)])
         pending.mark(self.engine, {'a': (6.0, 12.0)})
-        self.assertEqual({'a': 12.0}, pending.take(self.engine, 10))
+        self.assertEqual({'a': 12.0}, self.lasts())
         self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
 
     def test_holds_add_up_in_one_row_and_in_many(self):
@@ -136,7 +174,7 @@ class TestPending(index_base.IndexDBTestCase):
             pending.mark(self.engine, [('a', 2.0)])
             pending.mark(self.engine, [('b', 3.0), ('c', 4.0)])
         self.assertEqual({'a': 2.0, 'b': 3.0, 'c': 4.0},
-                         pending.take(self.engine, 10))
+                         self.lasts())
 
     def test_readers_do_not_take_the_write_lock(self):
         seen = self.statements(self.engine)
@@ -173,7 +211,7 @@ class TestPending(index_base.IndexDBTestCase):
             self.assertRaises(sa.exc.OperationalError, other_marks, 'y')
             conn.execute(sa.delete(pending.PENDING))
         other_marks('z')
-        self.assertEqual({'z': 1.0}, pending.take(self.engine, 10))
+        self.assertEqual({'z': 1.0}, self.lasts())
 
     def test_concurrent_marks_and_writes_never_fail(self):
         # Two engines of the index on one file (two processes, say): 2000
@@ -235,7 +273,7 @@ class TestPending(index_base.IndexDBTestCase):
         pending.mark(self.engine, [('a', 10.0), ('b', 7.0)])
         pending.mark(self.engine, [('a', 20.0), ('a', 5.0), ('c', 30.0)])
         self.assertEqual({'a': 20.0, 'b': 7.0, 'c': 30.0},
-                         pending.take(self.engine, 10))
+                         self.lasts())
         self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
 
     def test_mark_runs_again_after_a_lost_race(self):
@@ -252,7 +290,7 @@ class TestPending(index_base.IndexDBTestCase):
             pending, '_mark', side_effect=deadlocked_once))
         pending.mark(self.engine, [('a', 1.0)])
         self.assertEqual(2, pending._mark.call_count)
-        self.assertEqual({'a': 1.0}, pending.take(self.engine, 10))
+        self.assertEqual({'a': 1.0}, self.lasts())
 
     def test_mark_gives_up_on_other_errors(self):
         self.useFixture(fixtures.MockPatchObject(

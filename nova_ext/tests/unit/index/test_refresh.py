@@ -25,7 +25,7 @@ from nova_ext.tests.unit.index import base as index_base
 class TestProcessPending(index_base.FailingCellTestCase):
 
     def test_counts_applied_marks_only(self):
-        pending.mark(self.engine, [('down-1', 1.0), ('up-1', 2.0)])
+        number = pending.mark(self.engine, [('down-1', 1.0), ('up-1', 2.0)])
         ctx = mock.sentinel.ctx
         skip = set()
         self.assertEqual(1, refresh.process_pending(ctx, self.conf.conf,
@@ -37,7 +37,7 @@ class TestProcessPending(index_base.FailingCellTestCase):
         self.assertEqual({'down-1': 1, 'up-1': 1}, self.tried)
         # Taken again without skip, it fails again: nothing applied.
         self.assertEqual(0, refresh.process_pending(ctx, self.conf.conf))
-        self.assertEqual({'down-1': 1.0}, pending.take(self.engine, 10))
+        self.assertEqual({'down-1': number}, pending.take(self.engine, 10))
         with self.engine.connect() as conn:
             self.assertEqual(2, conn.execute(
                 sa.select(pending.PENDING.c.attempts)).scalar())
@@ -45,7 +45,8 @@ class TestProcessPending(index_base.FailingCellTestCase):
     def test_a_held_mark_is_applied_once_per_pass(self):
         # A Nova transaction still under way holds up-1's mark.
         now = time.time()
-        pending.mark(self.engine, [('up-1', now)], {'up-1': (1, 0)})
+        number = pending.mark(self.engine, [('up-1', now)],
+                              {'up-1': (1, 0)})
         ctx = mock.sentinel.ctx
         done = set()
         self.assertEqual(1, refresh.process_pending(ctx, self.conf.conf,
@@ -54,7 +55,7 @@ class TestProcessPending(index_base.FailingCellTestCase):
         self.assertEqual(0, refresh.process_pending(ctx, self.conf.conf,
                                                     done=done))
         self.assertEqual({'up-1': 1}, self.tried)
-        self.assertEqual({'up-1': now}, pending.take(self.engine, 10))
+        self.assertEqual({'up-1': number}, pending.take(self.engine, 10))
 
     def test_a_lost_race_is_written_again(self):
         # Not a failure of the cell: its marks need not wait for a retry.

@@ -44,7 +44,7 @@ class TestReadRows(index_base.IndexDBTestCase):
         sa.event.listen(self.engine, 'before_cursor_execute', count)
         self.addCleanup(sa.event.remove, self.engine,
                         'before_cursor_execute', count)
-        result = source.CellRead(CELL, 2.0)
+        result = source.CellRead(CELL, 2.0, 2)
         with self.engine.connect() as conn:
             source.read_rows(conn.execute, result, uuids)
         return result, len(statements)

@@ -13,7 +13,10 @@
 
 import time
 
+import sqlalchemy as sa
+
 from nova_ext.index import pending
+from nova_ext.index import sequence
 from nova_ext.index import worker
 from nova_ext.tests.unit.index import base as index_base
 
@@ -58,3 +61,14 @@ class TestWorker(index_base.FailingCellTestCase):
         self.assertEqual(5, pending.count(self.engine))
         self.assertEqual(1, self.tried['up-2'])
         self.assertEqual(1, self.tried['down-0'])
+
+    def test_the_sequence_is_pruned_to_its_highest_number(self):
+        numbers = [pending.mark(self.engine, [('up-%d' % i, 1.0)])
+                   for i in range(3)]
+        running = self.worker(retry=60)
+        running.wake()
+        self.assertTrue(running.wait_idle(10))
+        with self.engine.connect() as conn:
+            left = [r.id for r in conn.execute(
+                sa.select(sequence.SEQUENCE))]
+        self.assertEqual([numbers[-1]], left)

@@ -40,18 +40,24 @@ class TestWriter(index_base.IndexDBTestCase):
             self.CELL1, 100.0, index_base.instance_row(u, 7, t1, 'new')), [u])
         self.assertEqual([u], out.written)
         self.assertEqual({u: (ids.index_id(7, 3), 'new', 0)}, self.held())
-        # An older state read later (clock skew) does not win...
-        out = writer.apply(self.engine, index_base.cell_read(
-            self.CELL1, 200.0, index_base.instance_row(u, 7, t0, 'old')), [u])
-        self.assertEqual([u], out.stale)
-        # ...nor the same state read earlier (a slow duplicate).
+        # A read that began earlier, written later (a slow duplicate),
+        # does not win...
         out = writer.apply(self.engine, index_base.cell_read(
             self.CELL1, 50.0, index_base.instance_row(u, 7, t1, 'dup')), [u])
         self.assertEqual([u], out.stale)
         self.assertEqual('new', self.held()[u][1])
+        # ...a read that began later does, whatever updated_at says: the
+        # change was made by a host whose clock is behind the last one's.
+        out = writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 200.0, index_base.instance_row(u, 7, t0, 'behind')),
+            [u])
+        self.assertEqual([u], out.written)
+        self.assertEqual('behind', self.held()[u][1])
+        self.assertEqual(200.0, self.book(u).ticket)
         # A repeat of the same read is applied again (idempotent).
         out = writer.apply(self.engine, index_base.cell_read(
-            self.CELL1, 100.0, index_base.instance_row(u, 7, t1, 'new')), [u])
+            self.CELL1, 200.0, index_base.instance_row(u, 7, t0, 'behind')),
+            [u])
         self.assertEqual([u], out.written)
 
     def test_deleted_row_keeps_nova_marker(self):

@@ -1,0 +1,73 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The index's own order of changes and reads, set by no host's clock.
+
+Nova stamps ``updated_at`` with the clock of whichever process writes, and
+the hosts of a cloud do not agree on the time: a later change may carry an
+earlier stamp. So the index orders what it learns by a sequence of its
+own database instead:
+
+- every mark of a change (``pending.mark``), recorded once the change is
+  committed in its cell or while its transaction holds the mark, takes
+  the next number;
+- every read of a cell first takes the sequence's *current* number, the
+  highest number committed, as its ticket.
+
+A read whose ticket is at least the number of a mark began after that
+mark was taken, so after the change it marks was committed (or it was
+held, and then its release takes a higher number): that read sees the
+change. The index keeps, for each instance, the read with the highest
+ticket (``writer``), and the reader of a mark removes it only if it was
+not renewed since it was taken (``pending.unmark``, by number): whatever
+the clocks say, the last read written is one that saw every change
+marked before it, and a change after it leaves a mark for another read.
+
+On Galera, numbers follow the order in which one node gives them: write
+to one node, as OpenStack deployments do.
+"""
+
+import sqlalchemy as sa
+
+#: One row per number taken; all but the highest are pruned (:func:`prune`)
+#: while every backend keeps counting from the highest ever given.
+SEQUENCE = sa.Table(
+    'nova_ext_index_sequence', sa.MetaData(),
+    sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'),
+              primary_key=True, autoincrement=True),
+    sqlite_autoincrement=True)
+
+#: The statement that takes a number on SQLite, outside any transaction
+#: (``pending._mark_sqlite``).
+SQLITE_NEXT = 'INSERT INTO nova_ext_index_sequence DEFAULT VALUES'
+
+
+def next_number(conn):
+    """Take the next number, in ``conn``'s transaction."""
+    return conn.execute(SEQUENCE.insert()).inserted_primary_key[0]
+
+
+def current(conn):
+    """The highest number committed: a read's ticket; 0 before any."""
+    return conn.execute(sa.select(sa.func.max(SEQUENCE.c.id))).scalar() or 0
+
+
+def ticket(engine):
+    """:func:`current`, on a connection of its own, for a read to come."""
+    with engine.connect() as conn:
+        return current(conn)
+
+
+def prune(conn):
+    """Drop every number but the highest; how many were dropped."""
+    top = current(conn)
+    return conn.execute(sa.delete(SEQUENCE).where(
+        SEQUENCE.c.id < top)).rowcount
