@@ -57,10 +57,16 @@ def clouds_yaml(lay):
     return path
 
 
-def connect(lay, user='admin', stock=False):
-    """An openstacksdk connection as ``user`` (to the stock nova-api)."""
+def connect(lay, user='admin', stock=False, compute=None):
+    """An openstacksdk connection as ``user`` (to the stock nova-api).
+
+    :param compute: the port name of another nova-api to use.
+    """
     name = user + ('-stock' if stock else '')
-    return openstack.connect(**_cloud(lay, name))
+    kwargs = _cloud(lay, name)
+    if compute:
+        kwargs['compute_endpoint_override'] = lay.url(compute, '/v2.1')
+    return openstack.connect(**kwargs)
 
 
 def _cloud(lay, name):

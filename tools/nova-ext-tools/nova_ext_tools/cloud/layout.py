@@ -46,6 +46,7 @@ _OFFSETS = {
     'neutron': 9696,
     'nova': 8774,
     'nova_stock': 8775,
+    'nova_skewed': 8776,
     'metrics': 9101,
 }
 

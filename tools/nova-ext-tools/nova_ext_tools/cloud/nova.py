@@ -19,6 +19,7 @@ nova_ext's (the ``nova_ext`` filter in its api-paste.ini) and a stock one
 with Nova's api-paste.ini unchanged, on the same databases.
 """
 
+import glob
 import os
 import shutil
 import sys
@@ -29,6 +30,12 @@ from nova_ext_tools.cloud import services
 
 #: The index's own database user: its grants can be taken away alone.
 INDEX_USER = 'nova_ext_index'
+#: A nova-api of one worker, with nova_ext, whose clock a test sets apart
+#: (start_skewed_api): another host's.
+SKEWED_API = 'nova-api-skewed'
+#: libfaketime's thread-safe library (Debian's faketime package), in the
+#: machine's multiarch directory.
+FAKETIME_LIBRARY = '/usr/lib/*/faketime/libfaketimeMT.so.1'
 
 
 class Nova(object):
@@ -140,18 +147,29 @@ class Nova(object):
 
     # Processes: name -> (argv, environment) so a test can restart one.
 
-    def _api(self, name, files, port):
+    def _api(self, name, files, port, processes=layout.API_WORKERS):
         services.uwsgi(
             self.ps, name, 'nova.wsgi.osapi_compute:application', port,
-            {'OS_NOVA_CONFIG_DIR': self.etc,
-             'OS_NOVA_CONFIG_FILES': ';'.join(files)},
-            processes=layout.API_WORKERS, prefix=self._clock(name))
+            dict(self._clock(name), OS_NOVA_CONFIG_DIR=self.etc,
+                 OS_NOVA_CONFIG_FILES=';'.join(files)),
+            processes=processes)
 
     def _clock(self, name):
+        """The environment that sets the clock of process ``name``.
+
+        Debian's libfaketime, preloaded into the process itself rather
+        than through the ``faketime`` command, which runs the program in
+        a child of its own session: stopping its process group would
+        leave the program running.
+        """
         offset = self.faketime.get(name)
         if not offset:
-            return ()
-        return ('faketime', '-f', offset)
+            return {}
+        found = glob.glob(FAKETIME_LIBRARY)
+        if not found:
+            raise procs.CloudError('no libfaketime (%s): install Debian\'s '
+                                   'faketime' % FAKETIME_LIBRARY)
+        return {'LD_PRELOAD': found[0], 'FAKETIME': offset}
 
     def _services(self):
         """{name: (binary, config file)} of each Nova service but the APIs.
@@ -188,7 +206,7 @@ class Nova(object):
             return
         binary, conf = self._services()[name]
         self.ps.start(name, [services.venv_bin(binary), '--config-file',
-                             conf], prefix=self._clock(name))
+                             conf], env=dict(os.environ, **self._clock(name)))
 
     def start(self):
         for name in self._services():
@@ -206,6 +224,28 @@ class Nova(object):
         """Stop and start one Nova process (a nova-api: all its workers)."""
         self.ps.stop(name)
         self._start(name)
+
+    def set_clock(self, name, offset):
+        """Restart a Nova service with its clock ``offset`` ('-5s') off.
+
+        None: the machine's clock again.
+        """
+        if offset:
+            self.faketime[name] = offset
+        else:
+            self.faketime.pop(name, None)
+        self.restart(name)
+
+    def start_skewed_api(self, offset):
+        """Start SKEWED_API, nova_ext's nova-api on a clock ``offset`` off.
+
+        Stop it with ``ps.stop(SKEWED_API)``.
+        """
+        self.faketime[SKEWED_API] = offset
+        self._api(SKEWED_API, self._apis()['nova-api'][0],
+                  self.lay.ports['nova_skewed'], processes=1)
+        procs.wait_for(SKEWED_API, lambda: procs.http_up(
+            self.lay.url('nova_skewed')), 180, self.ps, SKEWED_API)
 
     def restart_all(self):
         """Restart every Nova process, as after a change of nova.conf."""

@@ -52,12 +52,8 @@ class Processes(object):
     def _pidfile(self, name):
         return os.path.join(self.piddir, name + '.pid')
 
-    def start(self, name, argv, env=None, cwd=None, prefix=()):
-        """Start ``argv`` as ``name`` in a session of its own.
-
-        :param prefix: words put before ``argv`` (``faketime -f -5s``): the
-            process's clock, for one host whose clock differs.
-        """
+    def start(self, name, argv, env=None, cwd=None):
+        """Start ``argv`` as ``name`` in a session of its own."""
         if self.running(name):
             raise CloudError('%s is running already (pid %d)'
                              % (name, self.pid(name)))
@@ -67,7 +63,7 @@ class Processes(object):
         out = open(self.log(name), 'ab')
         try:
             proc = subprocess.Popen(
-                list(prefix) + list(argv), env=env, cwd=cwd or self.state,
+                list(argv), env=env, cwd=cwd or self.state,
                 stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True)
         finally:

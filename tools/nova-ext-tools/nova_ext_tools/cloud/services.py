@@ -84,8 +84,7 @@ def run(argv, env=None, what=None):
     return done.stdout
 
 
-def uwsgi(ps, name, module, port, env, processes=1, threads=1,
-          prefix=()):
+def uwsgi(ps, name, module, port, env, processes=1, threads=1):
     """Start ``module``'s WSGI application under uwsgi on ``port``."""
     argv = [venv_bin('uwsgi'), '--master', '--die-on-term',
             '--need-app', '--lazy-apps', '--enable-threads',
@@ -97,7 +96,7 @@ def uwsgi(ps, name, module, port, env, processes=1, threads=1,
             '--threads', str(threads), '--buffer-size', '65535',
             '--worker-reload-mercy', '5', '--reload-mercy', '5',
             '--procname-prefix', name + ' ']
-    ps.start(name, argv, env=dict(os.environ, **env), prefix=prefix)
+    ps.start(name, argv, env=dict(os.environ, **env))
 
 
 def service_auth(lay, user='nova'):

@@ -43,8 +43,9 @@ class CloudTestCase(unittest.TestCase):
         with open(os.path.join(state(), 'resources.json')) as f:
             cls.resources = json.load(f)
 
-    def connect(self, user='admin', stock=False):
-        conn = bootstrap.connect(self.lay, user, stock=stock)
+    def connect(self, user='admin', stock=False, compute=None):
+        conn = bootstrap.connect(self.lay, user, stock=stock,
+                                 compute=compute)
         self.addCleanup(conn.close)
         return conn
 

@@ -91,6 +91,9 @@ class Stream(object):
         self.tolerant = False
         self.groups = {}            # server id -> extra security group
         self.conns = conns          # user -> (nova_ext conn, stock conn)
+        #: user -> the connections whose nova-apis act for that user,
+        #: one drawn for each call; nova_ext's alone if none.
+        self.writers = {}
         self.resources = resources
         self.target = servers
         self.servers = {}           # id -> owner
@@ -121,7 +124,10 @@ class Stream(object):
     # The actions.
 
     def _compute(self, owner):
-        return self.conns[owner][0].compute
+        writers = self.writers.get(owner)
+        if not writers:
+            return self.conns[owner][0].compute
+        return self.rng.choice(writers).compute
 
     def _network(self, owner):
         return self.conns[owner][0].network

@@ -61,6 +61,23 @@ def new_stream(test, length_variable, default):
                                         archive=archiver(test))
 
 
+def counts(what, seed, s, started):
+    """Print what stream ``s`` did."""
+    print('%s seed %d: %d actions, %d comparisons, %d differences, %.0f s'
+          % (what, seed, len(s.actions), s.comparisons, len(s.differences),
+             time.monotonic() - started))
+
+
+def exact_and_whole(test, seed, s):
+    """No difference in stream ``s``, and nothing lost from the index."""
+    test.assertEqual([], s.differences[:5], 'seed %d: %d differences'
+                     % (seed, len(s.differences)))
+    # The index holds what the cells hold.
+    done = test.cloud.ext.command('nova-ext-manage', 'index', 'verify',
+                                  check=False)
+    test.assertEqual(0, done.returncode, done.stdout + done.stderr)
+
+
 #: One outcome for each list request that reaches the selector.
 ATTEMPTS = ('served', 'latched', 'unservable', 'unavailable', 'failed')
 
@@ -97,10 +114,7 @@ class TestChangeStream(base.CloudTestCase):
         try:
             s.run(actions)
         finally:
-            print('stream seed %d: %d actions, %d comparisons, %d '
-                  'differences, %.0f s' % (
-                      seed, len(s.actions), s.comparisons,
-                      len(s.differences), time.monotonic() - started))
+            counts('stream', seed, s, started)
         now = accounted_for(self, s, counted)
         rendered = now.get('rendered', 0) - counted.get('rendered', 0)
         share = rendered / s.sent
@@ -108,11 +122,5 @@ class TestChangeStream(base.CloudTestCase):
               'nova-api answered by nova_ext (%.1f%%); outcomes %s' % (
                   seed, rendered, s.sent, 100 * share,
                   {k: now[k] - counted.get(k, 0) for k in now}))
-        self.assertEqual([], s.differences[:5],
-                         'seed %d: %d differences' % (
-                             seed, len(s.differences)))
+        exact_and_whole(self, seed, s)
         self.assertGreaterEqual(share, 0.9, 'seed %d' % seed)
-        # Nothing lost: the index holds what the cells hold.
-        done = self.cloud.ext.command('nova-ext-manage', 'index', 'verify',
-                                      check=False)
-        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
