@@ -230,7 +230,7 @@ class _ChangeStream(object):
     # this.
     TIMEOUT_SCALING_FACTOR = 3
     SERVERS = 20
-    STEPS = 300
+    STEPS = 200
     #: List requests compared after each action, drawn from every
     #: combination of caller, microversion, path and filter.
     SAMPLE = 3
