@@ -87,7 +87,7 @@ def mark(engine, events, holds=None, timeout=None, cooperative=True):
         rows.append({'uuid': uuid, 'first_event_at': first,
                      'last_event_at': last, 'attempts': 0, 'holds': held,
                      'releases': released,
-                     'held_at': last if held else 0.0, 'seq': 0})
+                     'held_at': last if held else 0.0})
     if engine.dialect.name == 'sqlite' and len(rows) <= AUTOCOMMIT_ROWS:
         return _mark_sqlite(engine, rows, timeout, cooperative)
 

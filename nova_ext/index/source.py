@@ -52,8 +52,8 @@ class CellRead(object):
     :ivar read_at: wall-clock time the read started: when the rows the
         index holds were read (the render cache's key), not their order.
     :ivar ticket: the index's sequence number taken before the read
-        (``nova_ext.index.sequence``): a read with a higher ticket
-        reflects a state at least as new.
+        (``nova_ext.index.sequence``): the read saw the change of every
+        mark whose number is at most its ticket.
     :ivar instances: ``{uuid: row mapping}``; uuids asked for but absent
         from the cell are not in it.
     :ivar children: ``{table name: {uuid: [row mappings]}}``.
