@@ -78,6 +78,21 @@ def exact_and_whole(test, seed, s):
     test.assertEqual(0, done.returncode, done.stdout + done.stderr)
 
 
+def served_share(test, what, seed, s, counted):
+    """The share of the requests ``s`` sent that nova_ext rendered.
+
+    From the indexer's metrics, against ``counted``, those before.
+    """
+    now = accounted_for(test, s, counted)
+    rendered = now.get('rendered', 0) - counted.get('rendered', 0)
+    share = rendered / s.sent
+    print('%s seed %d: %d of the %d requests to nova_ext\'s nova-api '
+          'answered by nova_ext (%.1f%%); outcomes %s' % (
+              what, seed, rendered, s.sent, 100 * share,
+              {k: now[k] - counted.get(k, 0) for k in now}))
+    return share
+
+
 #: One outcome for each list request that reaches the selector.
 ATTEMPTS = ('served', 'latched', 'unservable', 'unavailable', 'failed')
 
@@ -115,12 +130,6 @@ class TestChangeStream(base.CloudTestCase):
             s.run(actions)
         finally:
             counts('stream', seed, s, started)
-        now = accounted_for(self, s, counted)
-        rendered = now.get('rendered', 0) - counted.get('rendered', 0)
-        share = rendered / s.sent
-        print('stream seed %d: %d of the %d requests to nova_ext\'s '
-              'nova-api answered by nova_ext (%.1f%%); outcomes %s' % (
-                  seed, rendered, s.sent, 100 * share,
-                  {k: now[k] - counted.get(k, 0) for k in now}))
+        share = served_share(self, 'stream', seed, s, counted)
         exact_and_whole(self, seed, s)
         self.assertGreaterEqual(share, 0.9, 'seed %d' % seed)
