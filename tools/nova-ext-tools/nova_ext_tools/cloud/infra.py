@@ -182,10 +182,16 @@ class RabbitMQ(object):
 class OVN(object):
     """OVN's databases and northd, and a chassis for each compute host.
 
-    A chassis is ovsdb-server, ovs-vswitchd on the userspace datapath and
-    ovn-controller. The real ovn-controller registers each chassis and
-    keeps it alive as neutron's OVN driver expects, so neutron binds the
-    compute hosts' ports; the userspace datapath needs no kernel module.
+    A chassis is ovsdb-server, ovs-vswitchd and ovn-controller. The real
+    ovn-controller registers each chassis and keeps it alive as neutron's
+    OVN driver expects (it answers every configuration round only while it
+    is connected to its integration bridge), so neutron binds the compute
+    hosts' ports. Each ovs-vswitchd runs OVS's dummy datapath, inside the
+    process, as OVN's own test suite does for its simulated hypervisors:
+    the userspace datapath makes kernel tap devices named after the
+    datapath and the bridges, the same names for every chassis of the one
+    machine, so the second chassis would fail to make its integration
+    bridge whenever the first holds them.
     """
 
     def __init__(self, lay, ps):
@@ -245,8 +251,9 @@ class OVN(object):
         vsctl = ['ovs-vsctl', '--db=' + sock]
         subprocess.run(vsctl + ['--no-wait', 'init'], check=True, env=env)
         self.ps.start('ovs-vswitchd-' + host, [
-            _binary('ovs-vswitchd', '/usr/sbin'), sock,
-            '--unixctl=%s' % os.path.join(run, 'vswitchd.ctl')], env=env)
+            _binary('ovs-vswitchd', '/usr/sbin'), '--enable-dummy=override',
+            sock, '--unixctl=%s' % os.path.join(run, 'vswitchd.ctl')],
+            env=env)
         # Each chassis needs an encapsulation address of its own; loopback
         # has a whole /8. No tunnel ever carries traffic here.
         subprocess.run(vsctl + [
@@ -263,11 +270,24 @@ class OVN(object):
                       env=env)
 
     def chassis_up(self, host):
+        """Whether ``host``'s chassis is registered and has its bridge.
+
+        Without its integration bridge, ovn-controller stops answering
+        configuration rounds, and neutron soon refuses to bind ports to
+        the host ("dead agent").
+        """
         out = subprocess.run(
             ['ovn-sbctl', '--db=' + self.sb, '--bare', '--columns=name',
              'find', 'Chassis_Private', 'name=%s' % host],
             capture_output=True, text=True).stdout
-        return host in out
+        if host not in out:
+            return False
+        sock = 'unix:' + os.path.join(self.dir, host, 'db.sock')
+        bridge = subprocess.run(
+            ['ovs-vsctl', '--db=' + sock, '--timeout=5', 'get', 'Interface',
+             'br-int', 'error', 'ofport'],
+            capture_output=True, text=True).stdout.split()
+        return bridge == ['[]', '65534']
 
 
 def remove_state(lay):
