@@ -61,19 +61,12 @@ the index (at most ``catch_up_limit`` of them).
         help="""
 Seconds an index query may take before nova-api gives up on the index and
 answers from Nova's own path.
-"""),
-    cfg.FloatOpt(
-        'cell_check_interval',
-        default=5.0,
-        min=0.0,
-        help="""
-Seconds between two checks, by each nova-api process, that every cell
-database answers.
 
-While a cell is down Nova lists differently (minimal records for its
-instances from microversion 2.69 on), so the index hands list requests to
-Nova until the cell answers again. The check is one trivial query per cell,
-in parallel; a cell that goes down is noticed within this interval.
+It is also the time every cell database has to answer the trivial query
+each list request makes of it first: a cell that does not answer in time
+is down for that request, and Nova, which lists down cells its own way
+(minimal records for their instances from microversion 2.69 on), answers
+it.
 """),
     cfg.IntOpt(
         'deleted_retention',

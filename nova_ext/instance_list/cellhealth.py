@@ -9,19 +9,20 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Which cells are down, as Nova's list would find them, checked cheaply.
+"""Which cells are down, as Nova's list finds them in the same request.
 
 Nova's list answers differently when a cell database does not respond:
 minimal records for its instances from microversion 2.69, nothing (or an
-error) before. The index does not depend on the cells to answer, so it
-asks them, in parallel, with a trivial query, at most every
-``[nova_ext_index]cell_check_interval`` seconds; while any cell is down,
-the index hands list requests to Nova, whose answer is then by definition
-the one Nova gives.
+error) before. Nova learns it from the request's own query of each cell.
+The index does not need the cells to answer, so every list request it
+would serve asks each cell, in parallel, a trivial query first; if any
+cell does not answer, the index hands the request to Nova, whose answer
+is then by definition the one Nova gives. No earlier check stands in for
+the request's own: a cell that went down a moment ago is down for this
+request, as it is for Nova's.
 """
 
 import threading
-import time
 
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
@@ -35,23 +36,11 @@ LOG = logging.getLogger(__name__)
 
 class CellHealth(object):
 
-    def __init__(self, clock=time.monotonic):
-        self.clock = clock
+    def __init__(self):
         self._lock = threading.Lock()
-        self._checked = float('-inf')
         self._down = []
         #: Checks made (each a query to every cell).
         self.checks = 0
-
-    def set_clock(self, clock):
-        """Time the interval by ``clock`` from now on; the next call checks.
-
-        The list benchmark counts only the time spent in requests, so that
-        the check falls on its requests as on those of a busy nova-api.
-        """
-        with self._lock:
-            self.clock = clock
-            self._checked = float('-inf')
 
     def _probe(self, cctxt):
         # A method, not a function: Nova's DownCellFixture, which tests use
@@ -61,11 +50,7 @@ class CellHealth(object):
         return True
 
     def down_cells(self, ctx, conf):
-        """Uuids of the cells that did not answer the latest probe."""
-        interval = conf.nova_ext_index.cell_check_interval
-        with self._lock:
-            if self.clock() - self._checked < interval:
-                return list(self._down)
+        """Uuids of the cells that do not answer now."""
         results = nova_context.scatter_gather_cells(
             ctx, nova_cells.all_cells(), conf.nova_ext_index.query_timeout,
             self._probe)
@@ -75,5 +60,5 @@ class CellHealth(object):
             self.checks += 1
             if down != self._down:
                 LOG.info('nova_ext index: cells down: %s', down or 'none')
-            self._down, self._checked = down, self.clock()
-        return list(down)
+                self._down = down
+        return down

@@ -74,6 +74,7 @@ from nova_ext.index import service_changes
 from nova_ext.index import source
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
+from nova_ext.tests.functional import test_index_locks
 from nova_ext.tests.functional import test_index_parity
 
 CELL0 = build_captures.CELL0_UUID
@@ -535,4 +536,14 @@ class TestIndexFollowsNotificationsOnPostgreSQL(
 
 class TestIndexFollowsNotificationsOnMariaDB(
         _HarnessIndex, test_index_parity.TestIndexFollowsNotifications):
+    SERVER = sqlserver.MariaDB
+
+
+class TestOutsideWriterOnPostgreSQL(
+        _HarnessIndex, test_index_locks.TestOutsideWriterBesideConsumer):
+    SERVER = sqlserver.PostgreSQL
+
+
+class TestOutsideWriterOnMariaDB(
+        _HarnessIndex, test_index_locks.TestOutsideWriterBesideConsumer):
     SERVER = sqlserver.MariaDB

@@ -179,10 +179,10 @@ def make_notes(clouds, measured):
             checks = c.get('cell_checks')
             if checks:
                 notes.append(
-                    '%d cells: the index\'s cell check, every '
-                    'cell_check_interval of request time, fell on %s.' % (
+                    '%d cells: the index\'s cell checks (a trivial '
+                    'query of every cell): %s.' % (
                         cells, '; '.join(
-                            '%d of %d %s requests' % (
+                            '%d in %d %s requests' % (
                                 checks[path]['checks'],
                                 checks[path]['requests'], path)
                             for path in _indexed(paths)

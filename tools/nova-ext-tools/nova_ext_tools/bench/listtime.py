@@ -56,13 +56,8 @@ def rounds(queries, paths, call, warmup, repeat, before_timed=None,
     Each round makes every query through each path, in reverse order every
     other round, so that neither path always runs on the caches the other
     warmed, and drift in the machine's speed is shared evenly. The queries
-    take a new order every round (the same in every run): a round of the
-    index paths at 32 cells lasts about as long as the index's periodic
-    cell check (``cell_check_interval``), so in a fixed order the check
-    fell on the same query round after round, or never; a profile found
-    it in every one of a slow child's ``detail admin`` requests (about 90
-    ms each) and in 2 of 10 of a fast child's. In a real nova-api it falls
-    on a request at random, as here.
+    take a new order every round (the same in every run), so that no query
+    always runs on the caches the one before it warmed.
 
     :param call: ``call(path, query) -> (response, served as asked)``.
     :param before_timed: called once, before the first timed round.
@@ -135,9 +130,8 @@ def child_jobs(queries, paths, call, engine, warmup, repeat, limit,
     long again for seconds at a time.
 
     :param cell_health: the index's ``CellHealth``, or None; if given, each
-        child times its cell check interval by a
-        :class:`measure.RequestClock` around the path's requests, and
-        counts the checks (``checks`` and ``requests`` in its result).
+        child counts the cell checks made in the path's requests
+        (``checks`` and ``requests`` in its result).
     :param others: processes each child stops for its timed rounds
         (:class:`quiet.Quiet`; ``alone`` in its result says whether it
         could), or None to leave them running.
@@ -273,10 +267,8 @@ def _one_path(queries, path, call, engine, warmup, repeat, limit,
         in_child()
     changer = None if changes is None else changes()
     last = []
-    in_requests = measure.RequestClock()
     made = [0]
     if cell_health is not None:
-        cell_health.set_clock(in_requests)
         checks = cell_health.checks
 
     def paired(which, query):
@@ -284,8 +276,7 @@ def _one_path(queries, path, call, engine, warmup, repeat, limit,
             last[:] = [_Dumped(*_fetch_and_dump(engine, limit))]
             return last[0], True
         made[0] += 1
-        with in_requests:
-            return call(which, query)
+        return call(which, query)
 
     pause = None if others is None else quiet.Quiet(others, CHILD_STALL)
     try:

@@ -90,35 +90,6 @@ class GcClock(object):
         gc.callbacks.remove(self._callback)
 
 
-class RequestClock(object):
-    """A clock that runs only while it is entered (around each request).
-
-    Periodic work that a request does when an interval has passed (the
-    index's cell check) then falls on the requests as it would in a
-    process serving them back to back, not as the benchmark's own pauses
-    between them (a full collection before each, a bare sample beside it)
-    would make it, which grow with the heap and so with the cells.
-    """
-
-    def __init__(self, clock=time.monotonic):
-        self._clock = clock
-        self._spent = 0.0
-        self._since = None
-
-    def __call__(self):
-        if self._since is None:
-            return self._spent
-        return self._spent + self._clock() - self._since
-
-    def __enter__(self):
-        self._since = self._clock()
-        return self
-
-    def __exit__(self, *exc):
-        self._spent += self._clock() - self._since
-        self._since = None
-
-
 def percentile(samples, fraction):
     """Nearest-rank percentile: a value that was measured."""
     ordered = sorted(samples)
