@@ -81,41 +81,50 @@ def exact_and_whole(test, seed, s):
 def served_share(test, what, seed, s, counted):
     """The share of the requests ``s`` sent that nova_ext rendered.
 
-    From the indexer's metrics, against ``counted``, those before.
+    From nova-api's counters in the indexer's metrics, against
+    ``counted``, those before: of the requests whose outcome nova-api has
+    published (see :func:`accounted_for`).
     """
     now = accounted_for(test, s, counted)
-    rendered = now.get('rendered', 0) - counted.get('rendered', 0)
-    share = rendered / s.sent
-    print('%s seed %d: %d of the %d requests to nova_ext\'s nova-api '
-          'answered by nova_ext (%.1f%%); outcomes %s' % (
-              what, seed, rendered, s.sent, 100 * share,
-              {k: now[k] - counted.get(k, 0) for k in now}))
+    delta = {k: now.get(k, 0) - counted.get(k, 0) for k in now}
+    published = sum(delta.get(k, 0) for k in ATTEMPTS)
+    share = delta.get('rendered', 0) / published
+    print('%s seed %d: %d of the %d requests to nova_ext\'s nova-api whose '
+          'outcome is published (of %d sent) answered by nova_ext (%.1f%%); '
+          'outcomes %s' % (what, seed, delta.get('rendered', 0), published,
+                           s.sent, 100 * share, delta))
     return share
 
 
 #: One outcome for each list request that reaches the selector.
 ATTEMPTS = ('served', 'latched', 'unservable', 'unavailable', 'failed')
 
+#: The share of the requests sent whose outcome must be published.
+PUBLISHED = 0.9
+
 
 def accounted_for(test, s, counted, rounds=12):
-    """The counters once every request ``s`` sent to nova_ext is in them.
+    """The counters once the requests ``s`` sent to nova_ext are in them.
 
     A nova-api worker publishes its counters on a list request, at most
     every ten seconds: a worker's last requests show only after its next
-    one. Until every request sent is counted, a few more lists are made
-    (compared like the others, and counted as sent), each round once every
-    worker is due to publish again: a worker asked twice in a round would
-    keep its second request unpublished.
+    one, and which worker takes a request is uWSGI's choice. Until every
+    request sent is counted, a few more lists are made (compared like the
+    others, and counted as sent), each round once every worker is due to
+    publish again, for up to ``rounds`` rounds; then at least PUBLISHED of
+    them must be.
     """
     for _ in range(rounds):
         time.sleep(11)
         now = base.list_counters(base.metrics(test.lay))
-        if sum(now.get(k, 0) - counted.get(k, 0)
-               for k in ATTEMPTS) >= s.sent:
+        published = sum(now.get(k, 0) - counted.get(k, 0) for k in ATTEMPTS)
+        if published >= s.sent:
             return now
         s.check_lists(len(s.actions), 'counters published')
-    test.fail('nova-api did not publish its counters of %d requests'
-              % s.sent)
+    if published >= PUBLISHED * s.sent:
+        return now
+    test.fail('nova-api published the outcome of %d of the %d requests sent'
+              % (published, s.sent))
 
 
 class TestChangeStream(base.CloudTestCase):
