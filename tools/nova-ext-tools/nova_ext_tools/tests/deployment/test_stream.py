@@ -96,6 +96,17 @@ def served_share(test, what, seed, s, counted):
     return share
 
 
+#: Seconds after which every nova-api worker is due to publish its
+#: counters again: it does on a list request, at most every ten seconds.
+DUE = 11
+
+
+def counters_before(test):
+    """nova-api's list counters before a stream, against which it counts."""
+    time.sleep(DUE)
+    return base.list_counters(base.metrics(test.lay))
+
+
 #: One outcome for each list request that reaches the selector.
 ATTEMPTS = ('served', 'latched', 'unservable', 'unavailable', 'failed')
 
@@ -115,7 +126,7 @@ def accounted_for(test, s, counted, rounds=12):
     them must be.
     """
     for _ in range(rounds):
-        time.sleep(11)
+        time.sleep(DUE)
         now = base.list_counters(base.metrics(test.lay))
         published = sum(now.get(k, 0) - counted.get(k, 0) for k in ATTEMPTS)
         if published >= s.sent:
@@ -131,9 +142,7 @@ class TestChangeStream(base.CloudTestCase):
 
     def test_stream(self):
         seed, actions, s = new_stream(self, 'NOVA_EXT_STREAM_ACTIONS', 300)
-        # The counters nova-api writes every ten seconds.
-        time.sleep(11)
-        counted = base.list_counters(base.metrics(self.lay))
+        counted = counters_before(self)
         started = time.monotonic()
         try:
             s.run(actions)

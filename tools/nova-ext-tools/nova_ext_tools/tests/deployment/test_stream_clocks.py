@@ -49,9 +49,7 @@ class TestClocks(base.CloudTestCase):
             self, 'NOVA_EXT_CLOCK_ACTIONS', 60)
         behind = {user: self.connect(user, compute='nova_skewed')
                   for user in s.conns}
-        # The counters nova-api writes every ten seconds.
-        time.sleep(11)
-        counted = base.list_counters(base.metrics(self.lay))
+        counted = test_stream.counters_before(self)
         started = time.monotonic()
         try:
             # First, a change 5 s behind right after one on time, listed
