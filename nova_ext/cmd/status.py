@@ -29,6 +29,7 @@ from oslo_upgradecheck import upgradecheck
 from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
+from nova_ext.index import rules
 from nova_ext.index import status as index_status
 
 
@@ -69,19 +70,21 @@ class Checks(upgradecheck.UpgradeCommands):
             return upgradecheck.Result(
                 code.WARNING, 'Cells never synced into the index: %s. Run '
                 '"nova-ext-manage index sync".' % ', '.join(unsynced))
-        if report['lag'] > report['max_lag']:
+        if not report['healthy']:
             return upgradecheck.Result(
-                code.WARNING, 'The index is %.1f s behind (max_lag %.1f s); '
-                'nova-api lists from every cell until it catches up. Is '
-                'the indexer running?' % (report['lag'], report['max_lag']))
+                code.WARNING, '%s.%s' % ('; '.join(report['reasons']),
+                                         ''.join(_hints(report))))
         served = sum(r['counts'].get('served', 0) for r in report['api'])
         handed = sum(r['counts'].get(k, 0) for r in report['api']
                      for k in ('unservable', 'unavailable', 'failed',
                                'latched'))
         return upgradecheck.Result(
-            code.SUCCESS, 'lag %.1f s; %d instances in %d cells; nova-api '
-            'served %d lists from the index, handed %d to Nova.' % (
-                report['lag'], sum(c['instances'] for c in report['cells']),
+            code.SUCCESS, '%s; %d marks pending (catch_up_limit %d); %d '
+            'instances in %d cells; nova-api served %d lists from the '
+            'index, handed %d to Nova.' % (
+                index_status.LISTS, report['pending'],
+                report['catch_up_limit'],
+                sum(c['instances'] for c in report['cells']),
                 len(report['cells']), served, handed))
 
     def _check_compute_ids(self):
@@ -152,6 +155,13 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Compute object ids', _check_compute_ids),
         ('Rebuild from cell0', _check_cell0_rebuild),
     )
+
+
+def _hints(report):
+    if rules.pending(report['pending'], report['catch_up_limit']):
+        yield ' Is the indexer (or an in-process index worker) running?'
+    if any(r['current'] and r['answers_from_nova'] for r in report['api']):
+        yield ' Can those nova-api processes write the index?'
 
 
 def main(argv=None):

@@ -45,14 +45,16 @@ or upgrade its schema with ``nova-ext-manage index db_sync``.
         min=0.0,
         help="""
 How long, in seconds, a nova-api process may hold changes it could not
-record in the index, and still answer from the index.
+record in the index before it leaves the index off.
 
-Such changes wait in memory while the index cannot be written; until they
-are recorded, that process answers from Nova's own path, and when the
-oldest is older than this value, it leaves the index off for
-``[nova_ext_instance_list]retry_interval``. Changes recorded in the index
-do not count, however old: each list request applies them before it reads
-the index (at most ``catch_up_limit`` of them).
+Compared, per nova-api process, with its unrecorded lag: the age, by that
+process's own clock, of the oldest change it captured and could not record
+in the index. Such changes wait in memory while the index cannot be
+written; until they are recorded, that process answers its lists from
+Nova's own path, and once the oldest is older than this value, it leaves
+the index off for ``[nova_ext_instance_list]retry_interval``. Changes
+recorded in the index (pending) do not count, however old: each list
+request applies them before it reads the index (see ``catch_up_limit``).
 """),
     cfg.FloatOpt(
         'query_timeout',
@@ -172,6 +174,36 @@ make fewer index writes on Nova's write path, smaller ones leave fewer
 instances for list requests to re-read. Never shorter than
 ``notification_batch_timeout``.
 """),
+    cfg.FloatOpt(
+        'holder_heartbeat_interval',
+        default=2.0,
+        min=0.1,
+        help="""
+Seconds between two heartbeats of a process that holds marks (see
+``capture``).
+
+Each such process counts a number up in the index database at this
+interval while it lives, so that the others can tell when it has died
+with Nova transactions in flight (see ``holder_timeout``). One small write
+per process per interval.
+"""),
+    cfg.FloatOpt(
+        'holder_timeout',
+        default=20.0,
+        min=1.0,
+        help="""
+Seconds a process that holds marks may go without a heartbeat before the
+others release its holds (see ``capture``).
+
+Counted by each reader's own clock, from the moment it last saw the
+holder's count change: no host's clock is compared with another's. The
+released marks are re-read from the cells, so that lists show what the
+dead process's transactions left. Set it well above
+``holder_heartbeat_interval`` and above the longest a live process can
+stall (a pause of the whole interpreter): the holds of a process taken for
+dead stop protecting its transactions, and the process logs a warning when
+it finds out.
+"""),
     cfg.IntOpt(
         'catch_up_limit',
         default=200,
@@ -180,10 +212,12 @@ instances for list requests to re-read. Never shorter than
 How many recorded changes a list request may re-read from the cells into
 the index before it reads the index.
 
-The index answers a list only once it holds every change recorded before
-the request. With more changes than this waiting, the request is answered
-from Nova's own path instead (counted as ``unservable``), and the index
-worker catches up in the background.
+Compared with the changes pending: those recorded in the index's pending
+table and not applied yet, whoever recorded them. The index answers a list
+only once it holds every change recorded before the request. With more
+changes than this pending, the request is answered from Nova's own path
+instead (counted as ``unservable``), and the index worker catches up in the
+background.
 """),
     cfg.IntOpt(
         'reconcile_interval',

@@ -36,6 +36,7 @@ from sqlalchemy.sql import operators
 
 from nova_ext.index import consumer
 from nova_ext.index import db
+from nova_ext.index import holders
 from nova_ext.index import pending
 
 LOG = logging.getLogger(__name__)
@@ -59,8 +60,8 @@ TRACKED = {
     'build_requests': 'instance_uuid',
 }
 
-#: The key of ``Session.info`` under which a session keeps the uuids it
-#: holds.
+#: The key of ``Session.info`` under which a session keeps the holds it
+#: is to release: ``{uuid: (holder, token)}``.
 HELD_KEY = 'nova_ext_held_instances'
 
 
@@ -194,15 +195,18 @@ def hold(conf, session, uuids):
     released (:func:`release`), so that a list request that re-reads an
     instance before the commit re-reads it again after.
     """
-    held = session.info.setdefault(HELD_KEY, set())
-    uuids = set(uuids) - held
+    # {uuid: (holder, token)} of the holds this transaction releases.
+    held = session.info.setdefault(HELD_KEY, {})
+    uuids = set(uuids).difference(held)
     if not uuids:
         return
-    held.update(uuids)
     marker = consumer.get_marker(conf)
+    lease = holders.get_lease(conf)
     # An earlier transaction's hold whose release is not recorded yet
     # serves this one too.
-    uuids -= marker.take_back_releases(uuids)
+    taken = marker.take_back_releases(uuids, lease.name)
+    held.update(taken)
+    uuids.difference_update(taken)
     if not uuids:
         return
     # Written by this thread, not the marker's, and waiting for the index's
@@ -211,13 +215,16 @@ def hold(conf, session, uuids):
     # (eventlet), which must not happen while a connection is inside a
     # transaction that others may share.
     now = time.time()
+    token = lease.token()
     if not marker.stalled:
+        timeout = conf.nova_ext_index.capture_timeout
         try:
-            pending.mark(db.get_engine(conf, in_transaction=True),
-                         {u: (now, now) for u in uuids},
-                         {u: (1, 0) for u in uuids},
-                         timeout=conf.nova_ext_index.capture_timeout,
-                         cooperative=False)
+            engine = db.get_engine(conf, in_transaction=True)
+            name = lease.ensure(engine, timeout, cooperative=False)
+            pending.mark(engine, {u: (now, now) for u in uuids},
+                         [(u, name, token) for u in uuids],
+                         timeout=timeout, cooperative=False)
+            held.update((u, (name, token)) for u in uuids)
             return
         except Exception as e:
             LOG.warning('nova_ext index cannot hold the marks of %d '
@@ -226,7 +233,10 @@ def hold(conf, session, uuids):
             marker.stall()
     # Kept and retried by the marker; until then this process's lists are
     # Nova's (consumer.held()), and the writes that follow do not wait.
-    marker.add_all(sorted(uuids), now, holds=1)
+    name = lease.name
+    held.update((u, (name, token)) for u in uuids)
+    marker.add_all(sorted(uuids), now,
+                   holds=[(u, name, token) for u in uuids])
 
 
 def release(conf, session):
@@ -234,9 +244,16 @@ def release(conf, session):
 
     The release renews the marks, and is not waited for: until it is
     committed, the held marks make every list request re-read their
-    instances, as committed now.
+    instances, as committed now. Not those of a name this process lost
+    (``holders.Lease``): this process's lists are Nova's until the
+    release is recorded.
     """
     held = session.info.pop(HELD_KEY, None)
     if held:
-        consumer.get_marker(conf).add_all(sorted(held), time.time(),
-                                          releases=1, covered=True)
+        lease = holders.get_lease(conf)
+        covered = all(lease.current(name) for name, _token in held.values())
+        consumer.get_marker(conf).add_all(
+            sorted(held), time.time(),
+            releases=[(u, name, token)
+                      for u, (name, token) in held.items()],
+            covered=covered)

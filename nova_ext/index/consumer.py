@@ -30,6 +30,7 @@ from oslo_log import log as logging
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
 from nova_ext.index import events
+from nova_ext.index import holders
 from nova_ext.index import marker
 from nova_ext.index import service_changes
 from nova_ext.index import worker
@@ -102,6 +103,7 @@ def reset():
         running, _WORKER = _WORKER, None
     if running is not None:
         running.stop()
+    holders.reset()
 
 
 def _more_queued(conf):

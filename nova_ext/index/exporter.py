@@ -12,9 +12,10 @@
 """The index's metrics, as Prometheus reads them.
 
 What ``nova-ext-manage index status`` shows, read from the index database
-at each scrape: its schema, lag and pending changes, the instances of each
-cell, the last reconcile pass, and the list counters that every nova-api
-process writes there (nova-api runs in a WSGI server that nova_ext does not
+at each scrape: whether nova-api lists from the index, its schema and
+pending changes, the instances of each cell, the last reconcile pass, and
+the list counters and unrecorded changes that every nova-api process
+writes there (nova-api runs in a WSGI server that nova_ext does not
 own, so its counters are exported here, cloud-wide, labelled by host and
 process). ``doc/source/admin/metrics.rst`` lists every metric.
 """
@@ -41,15 +42,20 @@ def families(report):
         return
     yield _gauge('up', 'Whether the index database could be read.', 1)
     yield _gauge('healthy', 'Whether nova-api lists from the index: its '
-                 'schema at head, its lag within max_lag.',
-                 int(bool(report['healthy'])))
+                 'schema at head, no more pending changes than '
+                 'catch_up_limit, and no nova-api process reporting changes '
+                 'it could not record.', int(bool(report['healthy'])))
     yield _gauge('schema_at_head', "Whether the index schema is at this "
                  "nova_ext's head revision.",
                  int(report['revision'] == report['head']))
-    yield _gauge('lag_seconds', 'Age of the oldest change not yet applied '
-                 'to the index.', report['lag'])
     yield _gauge('pending_changes', 'Instances marked changed and not yet '
                  're-read from their cells.', report['pending'])
+    yield _gauge('catch_up_limit', 'Pending changes beyond which list '
+                 'requests are answered from Nova.', report['catch_up_limit'])
+    yield _gauge('oldest_pending_age_seconds', 'Age of the oldest pending '
+                 "change, by its writer's clock against the scraped host's; "
+                 'informational, it decides nothing.',
+                 report['oldest_pending_age'])
     instances = _gauge('instances', 'Instances the index holds, per cell.',
                        labels=('cell',))
     synced = _gauge('cell_synced_timestamp_seconds', 'When the last '
@@ -89,16 +95,27 @@ def _api(rows):
         'process, by what answered them (see the "When Nova answers '
         'instead" table of the instance index guide).',
         labels=['host', 'pid', 'driver', 'outcome'])
+    names = ('host', 'pid', 'driver')
     reported = _gauge('api_reported_timestamp_seconds', 'When a nova-api '
                       'process last wrote its counters to the index.',
-                      labels=('host', 'pid', 'driver'))
+                      labels=names)
+    unrecorded = _gauge('api_unrecorded_changes', 'Changes a nova-api '
+                        'process could not record in the index, at its '
+                        'last report; while any, it answers its lists from '
+                        'Nova.', labels=names)
+    unrecorded_lag = _gauge('api_unrecorded_lag_seconds', 'Age of the '
+                            'oldest of them, by that process\'s clock.',
+                            labels=names)
     for row in rows:
         labels = [row['host'], str(row['pid']), row['driver']]
         reported.add_metric(labels, row['updated_at'])
         for outcome, count in sorted(row['counts'].items()):
             if isinstance(count, int):
                 requests.add_metric(labels + [outcome], count)
-    return requests, reported
+        if row['unrecorded'] is not None:
+            unrecorded.add_metric(labels, row['unrecorded'])
+            unrecorded_lag.add_metric(labels, row['unrecorded_lag'])
+    return requests, reported, unrecorded, unrecorded_lag
 
 
 def indexer_families(indexer):
@@ -133,14 +150,20 @@ def indexer_health(indexer, report):
     """``(healthy, details)`` of an indexer and the index it writes.
 
     Healthy while the index can be read, its schema is at head, the
-    indexer records what it is told and its worker (if any) runs. A lag
-    over ``max_lag`` is in the details, not a failure of this indexer's.
+    indexer records what it is told and its worker (if any) runs. Whether
+    nova-api lists from the index, and why not, is in the details
+    (``api_lists_from_index``, ``api_reasons``), not a failure of this
+    indexer's.
     """
     details = {'index_readable': report is not None,
                'record_failures_in_a_row': indexer.endpoint.failures}
     healthy = report is not None and not details['record_failures_in_a_row']
     if report is not None:
-        details.update(lag=report['lag'], pending=report['pending'],
+        details.update(pending=report['pending'],
+                       catch_up_limit=report['catch_up_limit'],
+                       oldest_pending_age=report['oldest_pending_age'],
+                       api_lists_from_index=report['healthy'],
+                       api_reasons=report['reasons'],
                        schema_at_head=report['revision'] == report['head'])
         healthy = healthy and details['schema_at_head']
     if indexer.worker is not None:

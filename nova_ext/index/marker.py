@@ -22,6 +22,7 @@ import time
 from oslo_log import log as logging
 
 from nova_ext.index import db
+from nova_ext.index import holders
 from nova_ext.index import pending
 
 LOG = logging.getLogger(__name__)
@@ -66,9 +67,9 @@ class Marker(object):
         # When the oldest buffered change came, and the oldest of those
         # that are not releases (monotonic), or None.
         self._buffer, self._oldest, self._oldest_news = {}, None, None
-        # {uuid: [holds, releases]} of the buffered changes (see
-        # pending.mark).
-        self._holds = {}
+        # The holds and releases of the buffered changes, as sets of
+        # (uuid, holder, token) (see pending.mark).
+        self._holds, self._releases = set(), set()
         # The changes of the transaction under way.
         self._inflight = {}
         # The uuids of the buffered and of the in-flight changes that no
@@ -88,11 +89,11 @@ class Marker(object):
         """Buffer a change; returns a ticket for :meth:`wait`."""
         return self.add_all([uuid], when)
 
-    def add_all(self, uuids, when, holds=0, releases=0, covered=False):
+    def add_all(self, uuids, when, holds=(), releases=(), covered=False):
         """Buffer changes of ``uuids`` at ``when``; a ticket for all.
 
-        :param holds: holds each mark takes, :param releases: holds it
-            gives back (``pending.mark``).
+        :param holds: ``(uuid, holder, token)`` of holds the marks take,
+            :param releases: of holds they give back (``pending.mark``).
         :param covered: whether the index already holds a mark of each of
             them, which lists re-read until it is released: then these
             changes do not count in :meth:`held`.
@@ -102,9 +103,13 @@ class Marker(object):
                              into=self._buffer)
             if not covered:
                 self._uncovered.update(uuids)
-            if holds or releases:
-                _add_holds(self._holds, {u: (holds, releases)
-                                         for u in uuids})
+            self._holds.update(holds)
+            for key in releases:
+                # A hold not recorded yet: neither is recorded.
+                if key in self._holds:
+                    self._holds.discard(key)
+                else:
+                    self._releases.add(key)
             self._added += 1
             now = time.monotonic()
             if self._oldest is None:
@@ -157,24 +162,24 @@ class Marker(object):
         with self._cond:
             self._stalled = True
 
-    def take_back_releases(self, uuids):
-        """Cancel the buffered releases of holds on ``uuids``; which were.
+    def take_back_releases(self, uuids, holder):
+        """Cancel buffered releases of ``holder``'s holds on ``uuids``.
 
         A transaction that is about to write an instance whose previous
         transaction's release is still buffered keeps that hold instead of
         taking another: the index's mark stays held throughout, at no
         write. Not a release already being committed.
+
+        :returns: ``{uuid: (holder, token)}`` of the holds taken back,
+            for the transaction to release in turn.
         """
-        # The mark stays held from the first hold to the last release, so
-        # a chain of such writes must not outlast pending.HOLD_EXPIRY; it
-        # lasts as long as each comes within ``delay`` of the previous.
-        taken = set()
+        taken = {}
         with self._cond:
-            for uuid in uuids:
-                counts = self._holds.get(uuid)
-                if counts is not None and counts[1] > counts[0]:
-                    counts[1] -= 1
-                    taken.add(uuid)
+            for key in sorted(self._releases):
+                uuid, name, token = key
+                if name == holder and uuid in uuids and uuid not in taken:
+                    self._releases.discard(key)
+                    taken[uuid] = (name, token)
         return taken
 
     def held(self):
@@ -208,7 +213,7 @@ class Marker(object):
     def _take(self):
         """Wait for a batch, or None: stop.
 
-        A batch is ``(changes, holds, ticket, oldest)``.
+        A batch is ``(changes, holds, releases, ticket, oldest)``.
         """
         with self._cond:
             self._cond.wait_for(lambda: self._buffer or self._stop)
@@ -222,10 +227,12 @@ class Marker(object):
                     break
                 # Woken early by news, which may be due sooner.
                 self._cond.wait(left)
-            batch = (self._buffer, self._holds, self._added, self._oldest)
+            batch = (self._buffer, self._holds, self._releases, self._added,
+                     self._oldest)
             self._inflight = self._buffer
             self._inflight_uncovered = self._uncovered
-            self._buffer, self._holds, self._uncovered = {}, {}, set()
+            self._buffer, self._uncovered = {}, set()
+            self._holds, self._releases = set(), set()
             self._oldest = self._oldest_news = None
             self._urgent = False
             return batch
@@ -243,15 +250,12 @@ class Marker(object):
             batch = self._take()
             if batch is None:
                 return
-            changes, holds, ticket, oldest = batch
+            changes, holds, releases, ticket, oldest = batch
             try:
-                # A short wait for another writer's lock: the batch is
-                # retried anyway, and under eventlet the wait is the whole
-                # process's.
-                pending.mark(db.get_engine(self.conf), changes, holds,
-                             timeout=self.conf.nova_ext_index.capture_timeout)
+                self._record(changes, holds, releases)
             except Exception as e:
-                backoff = self._failed(changes, holds, oldest, e, backoff)
+                backoff = self._failed(changes, holds, releases, oldest, e,
+                                       backoff)
                 if backoff is None:
                     return
                 continue
@@ -267,7 +271,18 @@ class Marker(object):
             if self.wake is not None:
                 self.wake()
 
-    def _failed(self, changes, holds, oldest, error, backoff):
+    def _record(self, changes, holds, releases):
+        engine = db.get_engine(self.conf)
+        # A short wait for another writer's lock: the batch is retried
+        # anyway, and under eventlet the wait is the whole process's.
+        timeout = self.conf.nova_ext_index.capture_timeout
+        lease = holders.get_lease(self.conf)
+        name = lease.name
+        if any(holder == name for _uuid, holder, _token in holds):
+            lease.ensure(engine, timeout)
+        pending.mark(engine, changes, holds, releases, timeout=timeout)
+
+    def _failed(self, changes, holds, releases, oldest, error, backoff):
         """Put ``changes`` back; the next backoff, or None: stopping."""
         with self._cond:
             self.failures += 1
@@ -275,7 +290,8 @@ class Marker(object):
             self._uncovered |= self._inflight_uncovered
             self._inflight_uncovered = set()
             _merge(self._buffer, changes)
-            _add_holds(self._holds, holds)
+            self._holds |= holds
+            self._releases |= releases
             self._oldest = min(oldest, self._oldest or oldest)
             if self._uncovered:
                 self._oldest_news = min(oldest,
@@ -302,10 +318,3 @@ def _merge(into, changes):
     for uuid, (first, last) in changes.items():
         pending.coalesce([(uuid, first), (uuid, last)], into=into)
     return into
-
-
-def _add_holds(into, holds):
-    for uuid, (held, released) in holds.items():
-        counts = into.setdefault(uuid, [0, 0])
-        counts[0] += held
-        counts[1] += released

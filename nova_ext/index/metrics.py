@@ -12,9 +12,12 @@
 """List counters of nova-api processes, kept in the index database.
 
 Each nova-api process that lists through the index writes its counters
-(served, handed to Nova, unavailable, latched, ...) every few seconds, so
-that ``nova-ext-manage index status`` can show one cloud-wide picture
-without a metrics system. Rows of processes gone quiet for a day are
+(served, handed to Nova, unavailable, latched, ...) within ten seconds of
+a list request, at most every ten seconds, so that ``nova-ext-manage index
+status`` can show one cloud-wide picture without a metrics system. With
+them, what decides that process's choice and only it knows: the changes it
+could not record in the index (``unrecorded``, see
+``nova_ext.index.rules``). Rows of processes gone quiet for a day are
 dropped.
 """
 
@@ -38,16 +41,27 @@ EXPIRY = 86400.0
 _STARTED = time.time()
 
 
-def publish(engine, driver, counts, now=None, timeout=None):
+#: The key of the counts document that holds ``unrecorded``.
+_UNRECORDED = 'unrecorded'
+
+
+def publish(engine, driver, counts, now=None, timeout=None,
+            unrecorded=None, unrecorded_lag=None):
     """Record this process's counters.
 
     :param timeout: seconds to wait for the index's write lock
         (``db.begin_write``).
+    :param unrecorded: how many changes this process could not record.
+    :param unrecorded_lag: the age of the oldest, in seconds.
     """
     now = time.time() if now is None else now
     host, pid = socket.gethostname(), os.getpid()
+    # In the counts document: the table keeps its schema.
+    document = dict(counts)
+    if unrecorded is not None:
+        document[_UNRECORDED] = {'count': unrecorded, 'lag': unrecorded_lag}
     row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
-           'counts': json.dumps(counts, sort_keys=True)}
+           'counts': json.dumps(document, sort_keys=True)}
     with db.begin_write(engine, timeout) as conn:
         updated = conn.execute(sa.update(METRICS).where(
             METRICS.c.host == host, METRICS.c.pid == pid).values(**row))
@@ -58,9 +72,19 @@ def publish(engine, driver, counts, now=None, timeout=None):
 
 
 def collect(engine):
-    """Every process's latest counters, newest first."""
+    """Every process's latest counters, newest first.
+
+    Each row has its ``counts``, its ``unrecorded`` and its
+    ``unrecorded_lag`` (None where the process did not publish them).
+    """
     with engine.connect() as conn:
         rows = conn.execute(sa.select(METRICS).order_by(
             METRICS.c.updated_at.desc()))
-        return [dict(row._mapping, counts=json.loads(row.counts))
-                for row in rows]
+        found = []
+        for row in rows:
+            counts = json.loads(row.counts)
+            unrecorded = counts.pop(_UNRECORDED, None) or {}
+            found.append(dict(row._mapping, counts=counts,
+                              unrecorded=unrecorded.get('count'),
+                              unrecorded_lag=unrecorded.get('lag')))
+        return found

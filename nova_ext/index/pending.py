@@ -16,7 +16,9 @@ instance here first, and only once that is committed (one transaction per
 batch of changes) lets go of the news (acknowledges the message). The
 indexer re-reads marked instances from their cells and unmarks them once
 the index holds a read that began after the last mark. Nothing is lost
-between the two, and the age of the oldest mark is the index's lag.
+between the two. A mark that a Nova transaction holds stays until the
+transaction's release, or until its holder is taken for dead
+(``nova_ext.index.holders``).
 
 Each mark carries a number of the index's own sequence (``seq``), taken
 anew each time it is recorded or renewed: a reader removes only a mark
@@ -41,12 +43,21 @@ PENDING = sa.table(
     'nova_ext_index_pending',
     sa.column('uuid', sa.String), sa.column('first_event_at', sa.Float),
     sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer),
-    sa.column('holds', sa.Integer), sa.column('releases', sa.Integer),
-    sa.column('held_at', sa.Float), sa.column('seq', sa.BigInteger))
+    sa.column('seq', sa.BigInteger))
 
-#: Seconds after its last hold that a mark with more holds than releases
-#: may be removed all the same: its writer died before it could release.
-HOLD_EXPIRY = 300.0
+#: One row per hold: ``(uuid, holder, token)``, the holder's own number
+#: for the Nova transaction that holds the mark (``nova_ext.index.holders``).
+HOLDS = sa.table(
+    'nova_ext_index_holds',
+    sa.column('uuid', sa.String), sa.column('holder', sa.String),
+    sa.column('token', sa.BigInteger))
+
+#: The processes that hold marks, each counting ``beats`` up while it lives.
+HOLDERS = sa.table(
+    'nova_ext_index_holders',
+    sa.column('holder', sa.String), sa.column('host', sa.String),
+    sa.column('pid', sa.Integer), sa.column('beats', sa.BigInteger),
+    sa.column('started_at', sa.Float))
 
 
 def coalesce(events, into=None):
@@ -61,15 +72,17 @@ def coalesce(events, into=None):
     return latest
 
 
-def mark(engine, events, holds=None, timeout=None, cooperative=True):
+def mark(engine, events, holds=(), releases=(), timeout=None,
+         cooperative=True):
     """Mark instances as changed, in one transaction.
 
     :param events: iterable of ``(uuid, event_time)``, event_time in epoch
         seconds; or a dict of :func:`coalesce`.
-    :param holds: ``{uuid: (holds, releases)}`` to add to the marks: a
-        Nova transaction that will change the instance and has not
-        committed yet holds its mark, and releases it once it has
-        committed (or rolled back); see :func:`unmark`.
+    :param holds: ``(uuid, holder, token)`` of Nova transactions that will
+        change the instance and have not committed yet: each holds the
+        mark until its release (``nova_ext.index.holders``).
+    :param releases: ``(uuid, holder, token)`` of holds whose transaction
+        has committed (or rolled back); see :func:`unmark`.
     :param timeout, cooperative: how to wait for a lock
         (``db.begin_write``).
     :returns: the number the marks took (``nova_ext.index.sequence``), or
@@ -78,22 +91,23 @@ def mark(engine, events, holds=None, timeout=None, cooperative=True):
     latest = events if isinstance(events, dict) else coalesce(events)
     if not latest:
         return None
-    holds = holds or {}
     # In uuid order: concurrent marks lock rows in the same order, so that
     # they wait for each other rather than deadlock.
-    rows = []
-    for uuid, (first, last) in sorted(latest.items()):
-        held, released = holds.get(uuid, (0, 0))
-        rows.append({'uuid': uuid, 'first_event_at': first,
-                     'last_event_at': last, 'attempts': 0, 'holds': held,
-                     'releases': released,
-                     'held_at': last if held else 0.0})
-    if engine.dialect.name == 'sqlite' and len(rows) <= AUTOCOMMIT_ROWS:
-        return _mark_sqlite(engine, rows, timeout, cooperative)
+    rows = [{'uuid': uuid, 'first_event_at': first, 'last_event_at': last,
+             'attempts': 0} for uuid, (first, last) in sorted(latest.items())]
+    holds, releases = _keys(holds), _keys(releases)
+    if engine.dialect.name == 'sqlite' and max(
+            len(rows), len(holds), len(releases)) <= AUTOCOMMIT_ROWS:
+        return _mark_sqlite(engine, rows, holds, releases, timeout,
+                            cooperative)
 
     def attempt(conn):
         number = sequence.next_number(conn)
+        if holds:
+            _hold(conn, holds)
         _mark(conn, [dict(row, seq=number) for row in rows])
+        if releases:
+            _release(conn, releases)
         return number
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
@@ -102,36 +116,83 @@ def mark(engine, events, holds=None, timeout=None, cooperative=True):
                     cooperative=cooperative)
 
 
-#: Marks at most that SQLite records in one statement (8 parameters each,
-#: under the 999 of SQLite's older builds); more are one transaction.
+def _keys(holds):
+    return [{'uuid': u, 'holder': h, 'token': t}
+            for u, h, t in sorted(set(holds))]
+
+
+#: Marks, holds or releases at most that SQLite records in one statement
+#: (at most 5 parameters each, under the 999 of SQLite's older builds);
+#: more are one transaction.
 AUTOCOMMIT_ROWS = 120
 
 
-def _mark_sqlite(engine, rows, timeout, cooperative):
-    """All ``rows`` in one statement that SQLite commits as it runs it.
+def _mark_sqlite(engine, rows, holds, releases, timeout, cooperative):
+    """``rows`` in statements that SQLite commits as it runs each.
 
-    The marks of a batch are one statement, so that they are recorded all
-    or none: a batch that failed is recorded again whole, and would count
-    its holds and releases twice had a part of it been recorded. And a
-    hold, which Nova's write waits for, does not hold the write lock across
-    BEGIN, the statement and COMMIT, each a wait for the interpreter lock.
+    A hold, which Nova's write waits for, does not hold the write lock
+    across BEGIN, the statements and COMMIT, each a wait for the
+    interpreter lock. Each statement can be run again after a failure
+    with the same result: a batch that failed part way is recorded again
+    whole.
 
     The number is taken first, by a statement of its own: taken after the
     changes committed, it orders them before any read that sees it, even
-    if the marks fail and are recorded later with another.
+    if the marks fail and are recorded later with another. Holds are
+    recorded before the marks that number them, releases after: a reader
+    of the mark between the two finds it held either way.
     """
     wait = (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
             else timeout)
     with engine.connect() as conn:
         number = sqlite.autocommit(conn, sequence.SQLITE_NEXT, (), wait,
                                    cooperative).lastrowid
-        compiled = _compiled(conn.dialect, _upsert('sqlite'))
-        head, group, tail = _values_group(compiled.string)
-        sql = '%s%s%s' % (head, ', '.join([group] * len(rows)), tail)
-        params = [value for row in rows
-                  for value in _parameters(compiled, dict(row, seq=number))]
-        sqlite.autocommit(conn, sql, params, wait, cooperative)
+        if holds:
+            _sqlite_rows(conn, 'holds', holds, wait, cooperative)
+        _sqlite_rows(conn, 'pending', [dict(row, seq=number) for row in rows],
+                     wait, cooperative)
+        if releases:
+            sqlite.autocommit(conn, _release_sqlite(len(releases)), [
+                value for key in releases
+                for value in (key['uuid'], key['holder'], key['token'])],
+                wait, cooperative)
     return number
+
+
+def _sqlite_rows(conn, table, rows, wait, cooperative):
+    """``rows`` upserted into ``table`` by one autocommitted statement."""
+    compiled = _compiled(conn.dialect, table)
+    head, group, tail = _values_group(compiled.string)
+    sql = '%s%s%s' % (head, ', '.join([group] * len(rows)), tail)
+    params = [value for row in rows
+              for value in _parameters(compiled, row)]
+    sqlite.autocommit(conn, sql, params, wait, cooperative)
+
+
+@functools.lru_cache(maxsize=8)
+def _release_sqlite(count):
+    return ('DELETE FROM nova_ext_index_holds WHERE (uuid, holder, token) '
+            'IN (VALUES %s)' % ', '.join(['(?, ?, ?)'] * count))
+
+
+def _hold(conn, holds):
+    if _upsert(conn.dialect.name, 'holds') is not None:
+        _execute_upsert(conn, 'holds', holds)
+        return
+    for key in holds:
+        if not conn.execute(sa.select(HOLDS.c.token).where(
+                HOLDS.c.uuid == key['uuid'], HOLDS.c.holder == key['holder'],
+                HOLDS.c.token == key['token'])).first():
+            conn.execute(sa.insert(HOLDS).values(**key))
+
+
+def _release(conn, releases):
+    conn.execute(sa.delete(HOLDS).where(
+        HOLDS.c.uuid == sa.bindparam('r_uuid'),
+        HOLDS.c.holder == sa.bindparam('r_holder'),
+        HOLDS.c.token == sa.bindparam('r_token')),
+        [{'r_uuid': key['uuid'], 'r_holder': key['holder'],
+          'r_token': key['token']} for key in releases])
 
 
 @functools.lru_cache(maxsize=4)
@@ -143,26 +204,34 @@ def _values_group(sql):
 
 
 @functools.lru_cache(maxsize=None)
-def _upsert(dialect):
-    """INSERT of marks that merges them into marks already held, or None.
+def _upsert(dialect, table):
+    """INSERT of ``table``'s rows that merges them into those present.
 
-    One statement, which starts with a write: no read whose result another
-    writer could change before the write.
+    ``pending``: marks, merged into marks already held; ``holds``: holds,
+    which a hold recorded twice leaves as they are. None for a backend
+    without upserts. One statement, which starts with a write: no read
+    whose result another writer could change before the write.
     """
-    c = PENDING.c
+    target = PENDING if table == 'pending' else HOLDS
+    keys = ([PENDING.c.uuid] if table == 'pending' else
+            [HOLDS.c.uuid, HOLDS.c.holder, HOLDS.c.token])
     if dialect in ('sqlite', 'postgresql'):
         insert = (sqlite_dialect if dialect == 'sqlite'
                   else postgresql).insert
-        stmt = insert(PENDING)
-        new = stmt.excluded
+        stmt = insert(target)
+        if table == 'holds':
+            return stmt.on_conflict_do_nothing(index_elements=keys)
         # SQLite's min() and max() of two values are PostgreSQL's least()
         # and greatest().
         least, greatest = ((sa.func.min, sa.func.max) if dialect == 'sqlite'
                            else (sa.func.least, sa.func.greatest))
         return stmt.on_conflict_do_update(
-            index_elements=[c.uuid], set_=_merged(new, least, greatest))
+            index_elements=keys,
+            set_=_merged(stmt.excluded, least, greatest))
     if dialect == 'mysql':
-        stmt = mysql.insert(PENDING)
+        stmt = mysql.insert(target)
+        if table == 'holds':
+            return stmt.on_duplicate_key_update(token=stmt.inserted.token)
         return stmt.on_duplicate_key_update(
             **_merged(stmt.inserted, sa.func.least, sa.func.greatest))
     return None
@@ -173,40 +242,38 @@ def _merged(new, least, greatest):
     c = PENDING.c
     return {'first_event_at': least(c.first_event_at, new.first_event_at),
             'last_event_at': greatest(c.last_event_at, new.last_event_at),
-            'holds': c.holds + new.holds,
-            'releases': c.releases + new.releases,
-            'held_at': greatest(c.held_at, new.held_at),
             'seq': new.seq}
 
 
-#: ``{dialect: compiled upsert}``: SQLAlchemy does not cache the
+#: ``{dialect: {table: compiled upsert}}``: SQLAlchemy does not cache the
 #: compilation of ON CONFLICT and ON DUPLICATE KEY statements, which costs
 #: three times what executing one costs on SQLite, on the hold every Nova
 #: write waits for.
 _COMPILED = weakref.WeakKeyDictionary()
 
 
-def _execute_upsert(conn, upsert, rows):
-    """Run ``upsert`` for ``rows``, compiled once per dialect.
+def _execute_upsert(conn, table, rows):
+    """Upsert ``rows`` into ``table`` (:func:`_upsert`), compiled once.
 
     Not for several rows on a server: SQLAlchemy sends those as one
     multi-row statement, the driver's executemany as one per row.
     """
     dialect = conn.dialect
     if len(rows) > 1 and dialect.name != 'sqlite':
-        conn.execute(upsert, rows)
+        conn.execute(_upsert(dialect.name, table), rows)
         return
-    compiled = _compiled(dialect, upsert)
+    compiled = _compiled(dialect, table)
     conn.exec_driver_sql(compiled.string,
                          [_parameters(compiled, row) for row in rows])
 
 
-def _compiled(dialect, upsert):
-    """``upsert`` compiled for ``dialect``, once."""
-    compiled = _COMPILED.get(dialect)
-    if compiled is None:
-        compiled = _COMPILED[dialect] = upsert.compile(dialect=dialect)
-    return compiled
+def _compiled(dialect, table):
+    """``table``'s upsert compiled for ``dialect``, once."""
+    compiled = _COMPILED.setdefault(dialect, {})
+    if table not in compiled:
+        compiled[table] = _upsert(dialect.name, table).compile(
+            dialect=dialect)
+    return compiled[table]
 
 
 def _parameters(compiled, row):
@@ -218,9 +285,8 @@ def _parameters(compiled, row):
 
 
 def _mark(conn, rows):
-    upsert = _upsert(conn.dialect.name)
-    if upsert is not None:
-        _execute_upsert(conn, upsert, rows)
+    if _upsert(conn.dialect.name, 'pending') is not None:
+        _execute_upsert(conn, 'pending', rows)
         return
     held = {row.uuid: row for row in conn.execute(
         sa.select(PENDING).where(PENDING.c.uuid.in_([r['uuid']
@@ -230,19 +296,14 @@ def _mark(conn, rows):
         row = held.get(values['uuid'])
         if row is None:
             new.append(values)
-        elif (values['last_event_at'] > row.last_event_at or
-                values['first_event_at'] < row.first_event_at or
-                values['holds'] or values['releases']):
-            conn.execute(sa.update(PENDING).where(
-                PENDING.c.uuid == row.uuid).values(
-                first_event_at=min(values['first_event_at'],
-                                   row.first_event_at),
-                last_event_at=max(values['last_event_at'],
-                                  row.last_event_at),
-                holds=row.holds + values['holds'],
-                releases=row.releases + values['releases'],
-                held_at=max(row.held_at, values['held_at']),
-                seq=values['seq']))
+            continue
+        # Renewed even when the times say nothing new: a reader that took
+        # the mark before must not remove it.
+        conn.execute(sa.update(PENDING).where(
+            PENDING.c.uuid == row.uuid).values(
+            first_event_at=min(values['first_event_at'], row.first_event_at),
+            last_event_at=max(values['last_event_at'], row.last_event_at),
+            seq=values['seq']))
     if new:
         conn.execute(sa.insert(PENDING), new)
 
@@ -270,27 +331,39 @@ def take(engine, limit, skip=()):
     return taken
 
 
-def unmark(engine, taken, now=None):
+def unmark(engine, taken):
     """Remove marks that no event has renewed since they were taken.
 
     :param taken: ``{uuid: seq}``, as :func:`take` gives.
 
-    Nor those a Nova transaction still holds (more holds than releases):
-    what was read of their instance may predate its commit. A hold older
-    than HOLD_EXPIRY is its writer's that died.
+    Nor those a Nova transaction still holds, of a holder whose row is
+    there: what was read of their instance may predate its commit. The
+    holds of a holder taken for dead no longer count
+    (``nova_ext.index.holders``).
     """
     if not taken:
         return
-    expired = (time.time() if now is None else now) - HOLD_EXPIRY
+    held = sa.exists().where(HOLDS.c.uuid == PENDING.c.uuid,
+                             HOLDERS.c.holder == HOLDS.c.holder)
     with db.begin_write(engine) as conn:
         # One statement, executed for every mark (executemany).
         conn.execute(sa.delete(PENDING).where(
             PENDING.c.uuid == sa.bindparam('taken_uuid'),
-            PENDING.c.seq == sa.bindparam('taken_seq'),
-            sa.or_(PENDING.c.holds <= PENDING.c.releases,
-                   PENDING.c.held_at < expired)),
+            PENDING.c.seq == sa.bindparam('taken_seq'), ~held),
             [{'taken_uuid': uuid, 'taken_seq': seq}
              for uuid, seq in sorted(taken.items())])
+
+
+def renew(conn, uuids, now):
+    """Mark ``uuids`` again, in ``conn``'s transaction, with a new number.
+
+    A reader that took their marks before must not remove them.
+    """
+    if uuids:
+        number = sequence.next_number(conn)
+        _mark(conn, [{'uuid': u, 'first_event_at': now,
+                      'last_event_at': now, 'attempts': 0, 'seq': number}
+                     for u in sorted(uuids)])
 
 
 def failed(engine, uuids):
@@ -303,8 +376,11 @@ def failed(engine, uuids):
             attempts=PENDING.c.attempts + 1))
 
 
-def lag(engine, now=None):
-    """Seconds since the oldest unapplied change; 0.0 when none."""
+def oldest_age(engine, now=None):
+    """Seconds since the oldest mark was made, by its writer's clock.
+
+    Informational (``nova_ext.index.rules``); 0.0 when there is none.
+    """
     with engine.connect() as conn:
         oldest = conn.execute(
             sa.select(sa.func.min(PENDING.c.first_event_at))).scalar()

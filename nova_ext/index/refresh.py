@@ -25,6 +25,7 @@ import sqlalchemy as sa
 
 from nova_ext.entry_points.internals import api_db
 from nova_ext.index import db
+from nova_ext.index import holders
 from nova_ext.index import pending
 from nova_ext.index import sequence
 from nova_ext.index import source
@@ -297,6 +298,7 @@ def process_pending(ctx, conf, limit=None, skip=None, done=None):
         ``while process_pending(...)`` does not spin on failing marks.
     """
     engine = db.get_engine(conf)
+    holders.get_watch(conf).settle(engine)
     taken = pending.take(engine, limit or conf.nova_ext_index.batch_size,
                          skip=set(skip or ()) | set(done or ()))
     if not taken:

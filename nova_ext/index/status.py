@@ -9,7 +9,14 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The health of the index, for ``nova-ext-manage index status``."""
+"""What nova-api does with the index, for ``nova-ext-manage index status``.
+
+Judged by the rules nova-api applies to each list request
+(``nova_ext.index.rules``), over what the index database shows: its schema,
+its pending marks, and what each nova-api process last reported of the
+changes it could not record. Whether a cell is down each request finds out
+for itself: no report can tell.
+"""
 
 import time
 
@@ -21,19 +28,34 @@ from nova_ext.index import metrics
 from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import reconcile
+from nova_ext.index import rules
 from nova_ext.index import sync
 from nova_ext.index import writer
 
+#: Seconds within which a nova-api process's report decides the verdict.
+#: A process reports after a list request, at most every ten seconds; one
+#: that lists nothing has no choice to make, and the window is long beside
+#: the seconds by which its host's clock and this one's may differ.
+REPORTED_WITHIN = 60.0
 
-def collect(ctx, conf):
-    """A dict describing the index; ``healthy`` says if nova-api uses it."""
+LISTS = 'nova-api lists from the index'
+
+
+def collect(ctx, conf, now=None):
+    """A dict describing the index and what nova-api does with it.
+
+    ``healthy`` is whether nova-api lists from the index; ``reasons`` says
+    why not, one line per reason.
+    """
+    now = time.time() if now is None else now
     engine = db.get_engine(conf)
     report = {'connection': masked(db.connection_url(conf)),
               'revision': migration.current(conf),
-              'head': migration.head()}
-    report['lag'] = pending.lag(engine)
-    report['pending'] = pending.count(engine)
-    report['max_lag'] = conf.nova_ext_index.max_lag
+              'head': migration.head(),
+              'pending': pending.count(engine),
+              'catch_up_limit': conf.nova_ext_index.catch_up_limit,
+              'oldest_pending_age': pending.oldest_age(engine, now=now),
+              'max_lag': conf.nova_ext_index.max_lag}
     names = {c.uuid: c.name for c in objects.CellMappingList.get_all(ctx)}
     with engine.connect() as conn:
         counts = dict(conn.execute(sa.select(
@@ -46,11 +68,44 @@ def collect(ctx, conf):
          'instances': counts.get(uuid, 0),
          'synced_at': getattr(cursors.get(uuid), 'finished_at', None)}
         for uuid in sorted(set(names) | set(counts))]
-    report['api'] = metrics.collect(engine)
+    report['api'] = [api_process(row, report['max_lag'], now)
+                     for row in metrics.collect(engine)]
     report['reconcile'] = _reconcile(engine)
-    report['healthy'] = (report['revision'] == report['head'] and
-                         report['lag'] <= report['max_lag'])
+    report['reasons'] = reasons(report)
+    report['healthy'] = not report['reasons']
     return report
+
+
+def api_process(row, max_lag, now):
+    """A nova-api process's report, with what it does with the index.
+
+    ``reported_ago`` compares its host's clock with this one's, and
+    ``current`` whether that is within :data:`REPORTED_WITHIN`.
+    ``answers_from_nova`` is why it hands its lists to Nova for the changes
+    it could not record, or None.
+    """
+    reported_ago = max(0.0, now - row['updated_at'])
+    why = None
+    if row['unrecorded'] is not None:
+        why = (rules.unrecorded_lag(row['unrecorded_lag'], max_lag) or
+               rules.unrecorded(row['unrecorded']))
+    return dict(row, reported_ago=reported_ago,
+                current=reported_ago <= REPORTED_WITHIN,
+                answers_from_nova=why)
+
+
+def reasons(report):
+    """Why nova-api answers lists from Nova: ``[sentence]``, or empty."""
+    found = []
+    for why in (rules.schema(report['revision'], report['head']),
+                rules.pending(report['pending'], report['catch_up_limit'])):
+        if why:
+            found.append('nova-api answers from Nova: %s' % why)
+    for row in report['api']:
+        if row['current'] and row['answers_from_nova']:
+            found.append('nova-api on %s/%d answers from Nova: %s' % (
+                row['host'], row['pid'], row['answers_from_nova']))
+    return found
 
 
 def _reconcile(engine):
@@ -78,22 +133,37 @@ def lines(report):
     yield 'index database:  %s' % report['connection']
     yield 'schema revision: %s (head %s)' % (report['revision'],
                                              report['head'])
-    yield 'lag:             %.1f s (max_lag %.1f s), %d pending' % (
-        report['lag'], report['max_lag'], report['pending'])
-    yield 'health:          %s' % ('OK: nova-api lists from the index'
-                                   if report['healthy'] else
-                                   'NOT OK: nova-api answers from Nova')
+    yield 'pending:         %d marks (catch_up_limit %d)%s' % (
+        report['pending'], report['catch_up_limit'],
+        ', the oldest recorded %.1f s ago by its writer\'s clock' % (
+            report['oldest_pending_age']) if report['pending'] else '')
+    yield ('max_lag:         %.1f s, for the changes a nova-api process '
+           'could not record' % report['max_lag'])
+    if report['healthy']:
+        yield 'health:          OK: %s' % LISTS
+    for why in report['reasons']:
+        yield 'health:          NOT OK: %s' % why
     for cell in report['cells']:
         yield 'cell %-16s %8d instances, synced %s' % (
             cell['name'] or cell['cell_uuid'], cell['instances'],
             _age(cell['synced_at']))
     yield 'reconcile:       %s' % _reconcile_line(report.get('reconcile'))
     for row in report['api']:
-        counts = row['counts']
-        yield 'nova-api %s/%d (%s, %s): %s' % (
-            row['host'], row['pid'], row['driver'], _age(row['updated_at']),
-            ', '.join('%s %s' % (k, counts[k]) for k in sorted(counts)
-                      if k != 'last_reason'))
+        yield _api_line(row)
+
+
+def _api_line(row):
+    counts = row['counts']
+    line = 'nova-api %s/%d (%s, reported %.0f s ago): %s' % (
+        row['host'], row['pid'], row['driver'], row['reported_ago'],
+        ', '.join('%s %s' % (k, counts[k]) for k in sorted(counts)
+                  if k != 'last_reason'))
+    if row['unrecorded']:
+        line += '; unrecorded %d, the oldest for %.1f s' % (
+            row['unrecorded'], row['unrecorded_lag'])
+    elif row['unrecorded'] is not None:
+        line += '; unrecorded 0'
+    return line
 
 
 def _reconcile_line(lease, now=None):

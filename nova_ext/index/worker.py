@@ -17,8 +17,10 @@ pending table batch by batch, so a burst of notifications costs one cell
 read per batch, not one per notification. Marks it cannot apply (a cell is
 down) stay pending and are retried after ``retry`` seconds; until then the
 worker passes them over, so that the marks of the other cells behind them
-are applied as they come. Meanwhile the index's lag grows, and nova-api
-stops using it once the lag passes ``[nova_ext_index]max_lag``.
+are applied as they come. Meanwhile they stay pending: each list request
+tries them itself, and a request that finds more than
+``[nova_ext_index]catch_up_limit`` pending, or one it cannot read, is
+Nova's.
 """
 
 import threading
@@ -73,8 +75,8 @@ class Worker(object):
             try:
                 self._drain(ctx, failed)
             except Exception:
-                # The marks are still pending; they are retried, and the lag
-                # they cause is what nova-api watches.
+                # The marks are still pending: they are retried, and list
+                # requests apply them meanwhile (up to catch_up_limit).
                 LOG.exception('nova_ext index worker failed to apply '
                               'pending changes; retrying in %.0f s',
                               self.retry)

@@ -24,22 +24,28 @@ import time
 
 from nova_ext.index import consumer
 from nova_ext.index import db
+from nova_ext.index import holders
 from nova_ext.index import pending
 from nova_ext.index import refresh
+from nova_ext.index import rules
 from nova_ext.instance_list import base
 
 
-def lag(conf):
-    """Seconds since the oldest change the index cannot apply yet.
+def unrecorded():
+    """``(count, seconds)`` of the changes this process could not record.
 
-    The changes this process captured but could not record in the index.
-    Those recorded in the pending table do not count: each list request
-    applies them first (:class:`CatchUp`), or hands itself to Nova.
+    The changes it captured and could not record in the index yet, and the
+    age of the oldest by this process's own clock. No other process knows
+    of them: this one hands its lists to Nova until they are recorded
+    (``nova_ext.index.rules``). Those recorded in the pending table do not
+    count, however old: each list request applies them first
+    (:class:`CatchUp`), or hands itself to Nova.
     """
     held = consumer.held()
     if not held:
-        return 0.0
-    return max(0.0, time.time() - min(first for first, _ in held.values()))
+        return 0, 0.0
+    oldest = min(first for first, _ in held.values())
+    return len(held), max(0.0, time.time() - oldest)
 
 
 class CatchUp(object):
@@ -61,22 +67,24 @@ class CatchUp(object):
         waiting, with changes this process could not record, or with a
         cell that cannot be read, Nova answers instead.
         """
-        if consumer.held():
-            raise base.Unservable('changes made by this process are not '
-                                  'recorded in the index yet')
+        count, _ = unrecorded()
+        if count:
+            raise base.Unservable(rules.unrecorded(count))
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
         if not pending.take(engine, 1):
             return
+        # The holds of a process that died stop counting here too, not
+        # only where an indexer runs.
+        holders.get_watch(self.conf).settle(engine)
         with self._lock:
             # Another thread may have applied them meanwhile.
             taken = pending.take(engine, limit + 1)
             if not taken:
                 return
-            if len(taken) > limit:
-                raise base.Unservable(
-                    'more than %d changes are not applied to the index yet'
-                    % limit)
+            too_many = rules.pending(len(taken), limit, at_least=True)
+            if too_many:
+                raise base.Unservable(too_many)
             failed = refresh.apply_marks(ctx, self.conf, taken)
         if failed:
             raise base.Unservable('%d changed instances could not be read '

@@ -44,6 +44,7 @@ from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
 from nova_ext.index import migration
+from nova_ext.index import rules
 from nova_ext.index import source
 from nova_ext.index import writer
 from nova_ext.instance_list import base
@@ -171,16 +172,20 @@ class IndexDriver(base.RowsDriver):
         self._schema_checked = True
 
     def is_available(self):
-        return self.lag() <= self.conf.nova_ext_index.max_lag
+        return rules.unrecorded_lag(self.unrecorded_lag(),
+                                    self.conf.nova_ext_index.max_lag) is None
 
     def report_stats(self, counts):
         # Best effort: a short wait for another writer's lock (under
-        # eventlet, SQLite's wait is the whole process's).
+        # eventlet, SQLite's wait is the whole process's). With the
+        # counters, what only this process knows of its choice.
+        count, seconds = catch_up.unrecorded()
         metrics.publish(db.get_engine(self.conf), self.name, counts,
-                        timeout=PUBLISH_WAIT)
+                        timeout=PUBLISH_WAIT,
+                        unrecorded=count, unrecorded_lag=seconds)
 
-    def lag(self):
-        return catch_up.lag(self.conf)
+    def unrecorded_lag(self):
+        return catch_up.unrecorded()[1]
 
     def records(self, ctx, filters, limit, marker, attrs, sort_keys,
                 sort_dirs, cell_down_support=False, catch_up=True):
@@ -200,10 +205,10 @@ class IndexDriver(base.RowsDriver):
             raise base.Unservable('cells %s are down; Nova lists them its '
                                   'own way' % ', '.join(down))
         self._check_schema()
-        lag = self.lag()
-        if lag > self.conf.nova_ext_index.max_lag:
-            raise base.Unavailable('index is %.1f s behind (max_lag %.1f)'
-                                   % (lag, self.conf.nova_ext_index.max_lag))
+        too_old = rules.unrecorded_lag(self.unrecorded_lag(),
+                                       self.conf.nova_ext_index.max_lag)
+        if too_old:
+            raise base.Unavailable(too_old)
         try:
             if catch_up:
                 self.catch_up(ctx)

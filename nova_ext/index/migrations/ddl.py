@@ -56,3 +56,8 @@ def widen(table, name, old_type, new_type):
         return
     op.alter_column(table, name, type_=new_type, existing_type=old_type,
                     existing_nullable=column['nullable'])
+
+
+def drop_column(table, name):
+    if name in {c['name'] for c in _inspector().get_columns(table)}:
+        op.drop_column(table, name)

@@ -321,11 +321,11 @@ class MarkWrites(fixtures.Fixture):
     def _setUp(self):
         mark = index_pending.mark
 
-        def counted(engine, events, holds=None, timeout=None,
+        def counted(engine, events, holds=(), releases=(), timeout=None,
                     cooperative=True):
             key = (self.phase(), not cooperative)
             try:
-                mark(engine, events, holds, timeout=timeout,
+                mark(engine, events, holds, releases, timeout=timeout,
                      cooperative=cooperative)
             except Exception:
                 self.counts[key + (True,)] += 1

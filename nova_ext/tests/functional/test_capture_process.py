@@ -31,11 +31,13 @@ import time
 
 import fixtures
 from oslo_config import fixture as config_fixture
+import sqlalchemy as sa
 import testtools
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db as index_db
 from nova_ext.index import migration as index_migration
+from nova_ext.index import pending
 from nova_ext.tests.functional import conductor_process
 
 NOVA_CONF = """
@@ -52,7 +54,7 @@ driver = nova_ext
 [notifications]
 notification_format = versioned
 [nova_ext_index]
-connection = sqlite:///{tmp}/index.sqlite
+connection = {index}
 capture = {capture}
 """
 
@@ -62,9 +64,9 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.index = 'sqlite:///%s/index.sqlite' % self.tmp
         conf = self.useFixture(config_fixture.Config(ext_conf.CONF))
-        conf.config(connection='sqlite:///%s/index.sqlite' % self.tmp,
-                    group='nova_ext_index')
+        conf.config(connection=self.index, group='nova_ext_index')
         index_db.reset()
         self.addCleanup(index_db.reset)
         index_migration.db_sync(ext_conf.CONF)
@@ -72,7 +74,8 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
     def run_process(self, capture):
         path = os.path.join(self.tmp, 'nova.conf')
         with open(path, 'w') as f:
-            f.write(NOVA_CONF.format(tmp=self.tmp, capture=capture))
+            f.write(NOVA_CONF.format(tmp=self.tmp, index=self.index,
+                                     capture=capture))
         done = subprocess.run(
             [sys.executable, '-m', conductor_process.__name__,
              '--config-file', path],
@@ -86,6 +89,13 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
         self.assertEqual(6, len(marked), marked)
         for write, uuids in marked.items():
             self.assertEqual([conductor_process.UUID], uuids, write)
+        # It exited cleanly: no holder of it is left for others to wait
+        # for (nova_ext.index.holders).
+        engine = index_db.get_engine(ext_conf.CONF)
+        with engine.connect() as conn:
+            for table in (pending.HOLDERS, pending.HOLDS):
+                self.assertEqual(0, conn.execute(sa.select(
+                    sa.func.count()).select_from(table)).scalar())
 
     def test_nothing_is_marked_without_capture(self):
         marked = self.run_process(capture='false')
@@ -95,7 +105,8 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
         path = os.path.join(self.tmp, 'nova.conf')
         log_file = os.path.join(self.tmp, 'conductor.log')
         with open(path, 'w') as f:
-            f.write(NOVA_CONF.format(tmp=self.tmp, capture='true'))
+            f.write(NOVA_CONF.format(tmp=self.tmp, index=self.index,
+                                     capture='true'))
             # Forked workers, and a placement client that never needs to
             # answer.
             f.write('[conductor]\nworkers = 2\n[placement]\n'

@@ -160,8 +160,7 @@ class _Schema(_OnServer):
         self.assertEqual(6, precision, what)
 
     def test_epoch_times_keep_subsecond_precision(self):
-        # nova-api compares the pending table's oldest mark with now to
-        # decide whether the index is fresh enough to answer.
+        # Status shows the age of the pending table's oldest mark.
         for table in self.inspector.get_table_names():
             for column in self.inspector.get_columns(table):
                 if isinstance(column['type'], sa.Float):
@@ -173,24 +172,38 @@ class _Schema(_OnServer):
             last = conn.execute(sa.select(
                 pending.PENDING.c.last_event_at)).scalar()
         self.assertAlmostEqual(now, last, delta=0.001)
-        self.assertLess(pending.lag(self.index.engine, now=now + 1), 1.001)
+        self.assertLess(
+            pending.oldest_age(self.index.engine, now=now + 1), 1.001)
 
-    def test_holds_add_up_in_one_row_and_in_many(self):
+    def test_holds_are_rows_each_recorded_once(self):
         # One row is sent as a statement compiled once, several as
-        # SQLAlchemy's multi-row statement: both merge alike.
+        # SQLAlchemy's multi-row statement: both merge alike, and a batch
+        # recorded again records its holds and releases once.
         engine = self.index.engine
+        with engine.begin() as conn:
+            conn.execute(sa.insert(pending.HOLDERS).values(
+                holder='h', host='x', pid=1, beats=0, started_at=0.0))
         for _ in range(2):
-            pending.mark(engine, {'a': (1.0, 1.0)}, {'a': (1, 0)})
+            pending.mark(engine, {'a': (1.0, 1.0)}, [('a', 'h', 1)])
         pending.mark(engine, {'a': (0.5, 2.0), 'b': (2.0, 2.0)},
-                     {'a': (1, 0), 'b': (1, 0)})
-        pending.mark(engine, {'a': (3.0, 3.0)}, {'a': (0, 3)})
-        c = pending.PENDING.c
+                     [('a', 'h', 2), ('b', 'h', 2)])
+        c, h = pending.PENDING.c, pending.HOLDS.c
         with engine.connect() as conn:
             got = {r[0]: tuple(r[1:]) for r in conn.execute(sa.select(
-                c.uuid, c.first_event_at, c.last_event_at, c.holds,
-                c.releases, c.held_at))}
-        self.assertEqual({'a': (0.5, 3.0, 3, 3, 2.0),
-                          'b': (2.0, 2.0, 1, 0, 2.0)}, got)
+                c.uuid, c.first_event_at, c.last_event_at))}
+            held = sorted(tuple(r) for r in conn.execute(
+                sa.select(h.uuid, h.holder, h.token)))
+        self.assertEqual({'a': (0.5, 2.0), 'b': (2.0, 2.0)}, got)
+        self.assertEqual([('a', 'h', 1), ('a', 'h', 2), ('b', 'h', 2)], held)
+        # Held, the marks stay; released (twice), a read removes a's.
+        pending.unmark(engine, pending.take(engine, 10))
+        for _ in range(2):
+            pending.mark(engine, {'a': (3.0, 3.0)}, (),
+                         [('a', 'h', 1), ('a', 'h', 2)])
+        pending.unmark(engine, pending.take(engine, 10))
+        with engine.connect() as conn:
+            self.assertEqual(['b'], [r[0] for r in conn.execute(
+                sa.select(c.uuid))])
 
     def test_marks_racing_for_one_instance(self):
         # Another process (an engine of its own) marks the instance just
@@ -227,7 +240,8 @@ class _Schema(_OnServer):
             got = conn.execute(sa.select(c.uuid, c.last_event_at,
                                          c.seq)).all()
         self.assertEqual([('u1', 10.0)], [tuple(r[:2]) for r in got])
-        self.assertEqual(95.0, pending.lag(self.index.engine, now=100.0))
+        self.assertEqual(
+            95.0, pending.oldest_age(self.index.engine, now=100.0))
         # Each mark took a number of its own; the row has the last
         # writer's, which no reader could have taken before.
         self.assertEqual(2, sequence.ticket(self.index.engine))

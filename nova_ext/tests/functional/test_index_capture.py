@@ -271,7 +271,8 @@ class TestCatchUpLimit(_CaptureBase):
                               served=False)
         after = self.selector.stats.snapshot()
         self.assertEqual(before['unservable'] + 1, after['unservable'])
-        self.assertIn('more than 1 changes', after['last_reason'])
+        self.assertEqual('at least 2 marks pending, catch_up_limit 1',
+                         after['last_reason'])
         # Nothing was dropped: once the worker has applied some, the
         # requests apply the rest.
         refresh.process_pending(nova_context.get_admin_context(),

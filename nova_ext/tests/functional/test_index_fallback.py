@@ -93,7 +93,7 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
             blocker.execute('ROLLBACK')
             blocker.close()
             self.assertTrue(marker.flush(30))
-        self.assertFallsBackThenRecovers('behind', heal)
+        self.assertFallsBackThenRecovers('changes unrecorded for', heal)
 
     def test_marks_waiting_are_no_lag(self):
         # Recorded changes, however old, are applied by the request itself:
@@ -125,9 +125,12 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
         with self.index.engine.begin() as conn:
             conn.execute(sa.text('UPDATE alembic_version SET version_num = '
                                  ':r'), {'r': revisions[-2]})
+            for table in ('nova_ext_index_holds', 'nova_ext_index_holders'):
+                conn.execute(sa.text('DROP TABLE %s' % table))
             for column in ('holds', 'releases', 'held_at'):
                 conn.execute(sa.text('ALTER TABLE nova_ext_index_pending '
-                                     'DROP COLUMN %s' % column))
+                                     'ADD COLUMN %s INTEGER NOT NULL '
+                                     'DEFAULT 0' % column))
         self.selector.driver._schema_checked = False
         now = [time.monotonic()]
         self.selector.clock = lambda: now[0]

@@ -291,6 +291,9 @@ class TestIndexerService(rabbit.SharedBroker, _ServiceTest):
         health = json.loads(body)
         self.assertTrue(health['healthy'])
         self.assertEqual(1, health['pending'])
+        # One mark, within catch_up_limit: nova-api lists from the index.
+        self.assertEqual((True, []), (health['api_lists_from_index'],
+                                      health['api_reasons']))
         # The index unreadable: the scrape and the check say so.
         os.rename(self.index_url[len('sqlite:///'):], self.dir + '/away')
         self.assertEqual(0, self.scrape()[('nova_ext_index_up', ())])

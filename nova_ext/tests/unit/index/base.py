@@ -41,12 +41,19 @@ class IndexDBTestCase(base.TestCase):
 
 
 def held(engine):
-    """``{uuid: (first, last, holds, releases, held_at)}`` of every mark."""
+    """``{uuid: (first, last)}`` of every mark."""
     c = pending.PENDING.c
     with engine.connect() as conn:
         return {r[0]: tuple(r[1:]) for r in conn.execute(sa.select(
-            c.uuid, c.first_event_at, c.last_event_at, c.holds, c.releases,
-            c.held_at))}
+            c.uuid, c.first_event_at, c.last_event_at))}
+
+
+def holds(engine):
+    """``[(uuid, holder, token)]`` of every hold, in order."""
+    c = pending.HOLDS.c
+    with engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(sa.select(
+            c.uuid, c.holder, c.token).order_by(c.uuid, c.holder, c.token))]
 
 
 def race_on_insert(test, engine, table, other_writer):
@@ -89,9 +96,9 @@ class MarkerTestCase(IndexDBTestCase):
         self.batches = []
         real = self.real_mark = pending.mark
 
-        def recording(engine, changes, holds=None, timeout=None):
+        def recording(engine, changes, holds=(), releases=(), timeout=None):
             self.batches.append(dict(changes))
-            return real(engine, changes, holds, timeout=timeout)
+            return real(engine, changes, holds, releases, timeout=timeout)
         self.useFixture(fixtures.MockPatchObject(pending, 'mark',
                                                  side_effect=recording))
         self.useFixture(fixtures.MockPatchObject(marker, 'BACKOFF', 0.01))

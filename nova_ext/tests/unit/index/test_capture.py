@@ -25,6 +25,7 @@ from sqlalchemy import orm
 from nova_ext.entry_points import db_writes
 from nova_ext.index import consumer
 from nova_ext.index import db
+from nova_ext.index import holders
 from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.tests.unit import base
@@ -186,9 +187,11 @@ class TestHolds(CaptureTestCase):
     """A mark is held from before Nova's commit until after it."""
 
     def holds(self):
+        """``{uuid: holds not released}`` of the index."""
         with self.index.connect() as conn:
-            return {r.uuid: (r.holds, r.releases) for r in conn.execute(
-                sa.select(pending.PENDING))}
+            return dict(conn.execute(sa.select(
+                pending.HOLDS.c.uuid, sa.func.count()).group_by(
+                pending.HOLDS.c.uuid)).all())
 
     def listen(self, name, listener):
         """Run ``listener(session, ...)`` on the session event ``name``."""
@@ -210,18 +213,20 @@ class TestHolds(CaptureTestCase):
         with self.write() as session:
             session.query(models.Instance).filter_by(uuid=B).update(
                 {'vm_state': 'x'})
-        self.assertEqual([('flush', {A: (1, 0)}),
-                          ('execute', {A: (1, 1), B: (1, 0)})], seen)
-        self.assertEqual({A: (1, 1), B: (1, 1)}, self.holds())
+        self.assertEqual([('flush', {A: 1}), ('execute', {B: 1})], seen)
+        self.assertEqual({}, self.holds())
 
     def test_held_once_per_transaction(self):
+        seen = []
+        self.before_commit(lambda session: seen.append(self.holds()))
         with self.write() as session:
             session.add(models.InstanceInfoCache(instance_uuid=A))
             session.flush()
             session.query(models.Instance).filter_by(uuid=A).update(
                 {'vm_state': 'x'})
             session.add(models.InstanceMetadata(instance_uuid=A, key='k'))
-        self.assertEqual({A: (1, 1)}, self.holds())
+        self.assertEqual([{A: 1}], seen)
+        self.assertEqual({}, self.holds())
 
     def test_a_savepoint_does_not_release(self):
         seen = []
@@ -234,8 +239,8 @@ class TestHolds(CaptureTestCase):
             nested.rollback()
             consumer.get_marker(self.conf.conf).flush(5)
             seen.append(self.holds())
-        self.assertEqual([{A: (1, 0), B: (1, 0)}], seen)
-        self.assertEqual({A: (1, 1), B: (1, 1)}, self.holds())
+        self.assertEqual([{A: 1, B: 1}], seen)
+        self.assertEqual({}, self.holds())
 
     def test_a_read_before_the_commit_does_not_unmark(self):
         taken = {}
@@ -264,14 +269,14 @@ class TestHolds(CaptureTestCase):
             session.add(models.InstanceInfoCache(instance_uuid=A))
         # The write returned with its mark still held in the index: a list
         # request re-reads A (as committed now) and leaves the mark.
-        self.assertEqual({A: (1, 0)}, self.holds())
+        self.assertEqual({A: 1}, self.holds())
         pending.unmark(self.index, pending.take(self.index, 10))
         self.assertEqual({A}, self.marked())
         # Not counted as a change this process has not recorded, which
         # would hand every list to Nova until the release is committed.
         self.assertEqual({}, consumer.held())
         self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
-        self.assertEqual({A: (1, 1)}, self.holds())
+        self.assertEqual({}, self.holds())
         self.forget()
         self.assertEqual(set(), self.marked())
 
@@ -284,10 +289,10 @@ class TestHolds(CaptureTestCase):
                     {'vm_state': vm_state})
         # The second transaction kept the first one's hold: one index
         # write for both, the mark held throughout.
-        self.assertEqual({A: (1, 0)}, self.holds())
+        self.assertEqual({A: 1}, self.holds())
         self.assertEqual({}, consumer.held())
         self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
-        self.assertEqual({A: (1, 1)}, self.holds())
+        self.assertEqual({}, self.holds())
 
     def test_a_failed_commit_releases(self):
         def fail(session):
@@ -296,22 +301,32 @@ class TestHolds(CaptureTestCase):
         session = self.sessions()
         session.add(models.InstanceInfoCache(instance_uuid=B))
         session.flush()
+        self.assertEqual({B: 1}, self.holds())
         self.assertRaises(RuntimeError, session.commit)
         session.rollback()
         session.close()
         self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
-        self.assertEqual({B: (1, 1)}, self.holds())
+        self.assertEqual({}, self.holds())
 
-    def test_a_hold_expires(self):
+    def test_the_holds_of_a_dead_holder_stop_counting(self):
         with self.write() as session:
             session.add(models.InstanceInfoCache(instance_uuid=C))
-        taken = pending.take(self.index, 10)
         # A writer that died between its hold and its release.
-        pending.mark(self.index, [(C, taken[C])], {C: (1, 0)})
-        pending.unmark(self.index, pending.take(self.index, 10))
+        with self.index.begin() as conn:
+            conn.execute(sa.insert(pending.HOLDERS).values(
+                holder='dead', host='h', pid=1, beats=7, started_at=0.0))
+        pending.mark(self.index, [(C, time.time())], [(C, 'dead', 1)])
+        taken = pending.take(self.index, 10)
+        pending.unmark(self.index, taken)
         self.assertEqual({C}, self.marked())
-        pending.unmark(self.index, pending.take(self.index, 10),
-                       now=time.time() + pending.HOLD_EXPIRY + 1)
+        # Taken for dead at 7 beats: not if it beat meanwhile.
+        self.assertIsNone(holders.release(self.index, 'dead', 6))
+        self.assertEqual({C}, holders.release(self.index, 'dead', 7))
+        self.assertEqual({}, self.holds())
+        # Renewed: a read taken before the release does not remove it.
+        pending.unmark(self.index, taken)
+        self.assertEqual({C}, self.marked())
+        pending.unmark(self.index, pending.take(self.index, 10))
         self.assertEqual(set(), self.marked())
 
 

@@ -57,11 +57,12 @@ class TestMarker(index_base.MarkerTestCase):
     def test_a_mark_failing_twice_loses_nothing(self):
         real, calls = self.real_mark, []
 
-        def fails_twice(engine, changes, holds=None, timeout=None):
+        def fails_twice(engine, changes, holds=(), releases=(),
+                        timeout=None):
             calls.append(dict(changes))
             if len(calls) <= 2:
                 raise db_exc.DBError('index away')
-            return real(engine, changes, holds, timeout=timeout)
+            return real(engine, changes, holds, releases, timeout=timeout)
         pending.mark.side_effect = fails_twice
         marker = self.marker(delay=0.001)
         ticket = marker.add('a', 1.0)
@@ -86,13 +87,16 @@ class TestMarker(index_base.MarkerTestCase):
 
     def test_releases_wait_for_the_release_delay(self):
         marker = self.marker(delay=0.01, release_delay=60)
-        marker.add_all(['a'], 1.0, releases=1, covered=True)
+        marker.add_all(['a'], 1.0, releases=[('a', 'h1', 1)], covered=True)
         time.sleep(0.2)
         self.assertEqual([], self.batches)
-        # Kept, a release is there for the next transaction to take back.
-        self.assertEqual({'a'}, marker.take_back_releases(['a', 'b']))
-        self.assertEqual(set(), marker.take_back_releases(['a']))
-        marker.add_all(['c'], 2.0, releases=1, covered=True)
+        # Kept, a release is there for the next transaction of the same
+        # holder to take back.
+        self.assertEqual({}, marker.take_back_releases({'a', 'b'}, 'h2'))
+        self.assertEqual({'a': ('h1', 1)},
+                         marker.take_back_releases({'a', 'b'}, 'h1'))
+        self.assertEqual({}, marker.take_back_releases({'a'}, 'h1'))
+        marker.add_all(['c'], 2.0, releases=[('c', 'h1', 2)], covered=True)
         # News is due after the short delay, and takes the releases along.
         marker.add('d', 3.0)
         deadline = time.monotonic() + 10
@@ -105,7 +109,7 @@ class TestMarker(index_base.MarkerTestCase):
     def test_releases_alone_are_recorded_after_the_release_delay(self):
         marker = self.marker(delay=0.01, release_delay=0.2)
         started = time.monotonic()
-        marker.add_all(['a'], 1.0, releases=1, covered=True)
+        marker.add_all(['a'], 1.0, releases=[('a', 'h1', 1)], covered=True)
         while not self.marked():
             self.assertLess(time.monotonic() - started, 10)
             time.sleep(0.005)

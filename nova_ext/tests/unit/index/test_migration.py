@@ -82,8 +82,8 @@ class TestBlockDeviceMappingMigration(base.TestCase):
             conn.execute(sa.insert(writer.BOOK), [
                 {'uuid': u, 'cell_uuid': 'c1', 'source_id': n,
                  'read_at': 10.0} for n, u in enumerate(('a', 'b'), 1)])
-        self.assertEqual(0.0, pending.lag(engine, now=100.0))
+        self.assertEqual(0.0, pending.oldest_age(engine, now=100.0))
         migration.db_sync(self.conf.conf)
         # Marks made before revision 0009 have number 0.
         self.assertEqual({'a': 0, 'b': 0}, pending.take(engine, 10))
-        self.assertEqual(100.0, pending.lag(engine, now=100.0))
+        self.assertEqual(100.0, pending.oldest_age(engine, now=100.0))

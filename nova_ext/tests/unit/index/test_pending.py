@@ -40,7 +40,7 @@ class TestPending(index_base.IndexDBTestCase):
         pending.mark(self.engine, [('a', 20.0)])
         self.assertEqual({'a': 20.0, 'b': 7.0},
                          self.lasts())
-        self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+        self.assertEqual(95.0, pending.oldest_age(self.engine, now=100.0))
 
     def test_unmark_keeps_renewed_marks(self):
         pending.mark(self.engine, [('a', 10.0), ('b', 10.0)])
@@ -75,7 +75,7 @@ class TestPending(index_base.IndexDBTestCase):
         self.assertIsNone(pending.mark(self.engine, []))
 
     def test_no_lag_when_nothing_pending(self):
-        self.assertEqual(0.0, pending.lag(self.engine))
+        self.assertEqual(0.0, pending.oldest_age(self.engine))
 
     def test_take_oldest_first(self):
         pending.mark(self.engine, [('new', 30.0), ('old', 1.0),
@@ -118,24 +118,33 @@ class TestPending(index_base.IndexDBTestCase):
         self.assertEqual(sequence.SQLITE_NEXT, writes[0])
         self.assertIn('ON CONFLICT', writes[1])
         # Both marks, coalesced, in the one statement (values expanded).
-        self.assertIn("('a', 1.0, 3.0, 0, 0, 0, 0.0, %d)" % number,
-                      writes[1])
-        self.assertIn("('b', 2.0, 2.0, 0, 0, 0, 0.0, %d)" % number,
-                      writes[1])
+        self.assertIn("('a', 1.0, 3.0, 0, %d)" % number, writes[1])
+        self.assertIn("('b', 2.0, 2.0, 0, %d)" % number, writes[1])
         self.assertEqual({'a': 3.0, 'b': 2.0}, self.lasts())
 
-    def test_sqlite_batch_is_recorded_whole_or_not_at_all(self):
-        # Were a batch recorded in part and then again whole, its holds and
-        # releases would count twice.
+    def test_sqlite_batch_recorded_in_part_then_whole_counts_once(self):
+        # The holds are recorded, the marks refused: the batch is recorded
+        # again whole, and each hold is one row still.
         with self.engine.begin() as conn:
             conn.exec_driver_sql(
                 "CREATE TRIGGER refuse BEFORE INSERT ON "
                 "nova_ext_index_pending WHEN NEW.uuid = 'b' "
                 "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        holds = [('a', 'h', 1), ('b', 'h', 1)]
         self.assertRaises(sqlite3.IntegrityError, pending.mark, self.engine,
-                          {'a': (1.0, 1.0), 'b': (1.0, 1.0)},
-                          {'a': (0, 1), 'b': (0, 1)})
+                          {'a': (1.0, 1.0), 'b': (1.0, 1.0)}, holds)
         self.assertEqual({}, index_base.held(self.engine))
+        self.assertEqual(holds, index_base.holds(self.engine))
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql('DROP TRIGGER refuse')
+        pending.mark(self.engine, {'a': (1.0, 1.0), 'b': (1.0, 1.0)}, holds)
+        self.assertEqual(holds, index_base.holds(self.engine))
+        self.assertEqual({'a': (1.0, 1.0), 'b': (1.0, 1.0)},
+                         index_base.held(self.engine))
+        # Likewise a release recorded twice.
+        pending.mark(self.engine, {'a': (2.0, 2.0)}, (), holds[:1])
+        pending.mark(self.engine, {'a': (2.0, 2.0)}, (), holds[:1])
+        self.assertEqual(holds[1:], index_base.holds(self.engine))
 
     def test_mark_is_one_upsert_holding_the_write_lock(self):
         # More marks than one SQLite statement takes: one transaction.
@@ -155,20 +164,33 @@ class TestPending(index_base.IndexDBTestCase):
         pending.mark(self.engine, [('a', 5.0), ('a', 7.0)])
         pending.mark(self.engine, {'a': (6.0, 12.0)})
         self.assertEqual({'a': 12.0}, self.lasts())
-        self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+        self.assertEqual(95.0, pending.oldest_age(self.engine, now=100.0))
 
-    def test_holds_add_up_in_one_row_and_in_many(self):
-        pending.mark(self.engine, {'a': (1.0, 1.0)}, {'a': (1, 0)})
+    def test_a_hold_is_a_row_its_release_deletes(self):
+        pending.mark(self.engine, {'a': (1.0, 1.0)}, [('a', 'h', 1)])
         pending.mark(self.engine, {'a': (2.0, 2.0), 'b': (2.0, 2.0)},
-                     {'a': (1, 0), 'b': (1, 0)})
-        pending.mark(self.engine, {'a': (3.0, 3.0)}, {'a': (0, 2)})
-        self.assertEqual({'a': (1.0, 3.0, 2, 2, 2.0),
-                          'b': (2.0, 2.0, 1, 0, 2.0)},
+                     [('a', 'h', 2), ('b', 'h', 2)])
+        pending.mark(self.engine, {'a': (3.0, 3.0)}, (),
+                     [('a', 'h', 1), ('a', 'h', 2)])
+        self.assertEqual({'a': (1.0, 3.0), 'b': (2.0, 2.0)},
                          index_base.held(self.engine))
+        self.assertEqual([('b', 'h', 2)], index_base.holds(self.engine))
+
+    def test_a_hold_counts_while_its_holder_row_is_there(self):
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(pending.HOLDERS).values(
+                holder='h', host='x', pid=1, beats=0, started_at=0.0))
+        pending.mark(self.engine, {'a': (1.0, 1.0), 'b': (1.0, 1.0)},
+                     [('a', 'h', 1), ('b', 'gone', 1)])
+        pending.unmark(self.engine, pending.take(self.engine, 10))
+        self.assertEqual({'a': (1.0, 1.0)}, index_base.held(self.engine))
+        pending.mark(self.engine, {'a': (2.0, 2.0)}, (), [('a', 'h', 1)])
+        pending.unmark(self.engine, pending.take(self.engine, 10))
+        self.assertEqual({}, index_base.held(self.engine))
 
     def test_an_upsert_is_compiled_once(self):
         pending.mark(self.engine, [('a', 1.0)])
-        upsert = pending._upsert(self.engine.dialect.name)
+        upsert = pending._upsert(self.engine.dialect.name, 'pending')
         with mock.patch.object(upsert, 'compile',
                                side_effect=AssertionError('compiled again')):
             pending.mark(self.engine, [('a', 2.0)])
@@ -179,7 +201,7 @@ class TestPending(index_base.IndexDBTestCase):
     def test_readers_do_not_take_the_write_lock(self):
         seen = self.statements(self.engine)
         pending.take(self.engine, 10)
-        pending.lag(self.engine)
+        pending.oldest_age(self.engine)
         self.assertNotIn('BEGIN IMMEDIATE', seen)
 
     def test_write_transactions_hold_the_lock_from_their_begin(self):
@@ -274,7 +296,7 @@ class TestPending(index_base.IndexDBTestCase):
         pending.mark(self.engine, [('a', 20.0), ('a', 5.0), ('c', 30.0)])
         self.assertEqual({'a': 20.0, 'b': 7.0, 'c': 30.0},
                          self.lasts())
-        self.assertEqual(95.0, pending.lag(self.engine, now=100.0))
+        self.assertEqual(95.0, pending.oldest_age(self.engine, now=100.0))
 
     def test_mark_runs_again_after_a_lost_race(self):
         self.useFixture(fixtures.MockPatchObject(

@@ -45,8 +45,11 @@ class TestProcessPending(index_base.FailingCellTestCase):
     def test_a_held_mark_is_applied_once_per_pass(self):
         # A Nova transaction still under way holds up-1's mark.
         now = time.time()
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(pending.HOLDERS).values(
+                holder='h', host='x', pid=1, beats=0, started_at=now))
         number = pending.mark(self.engine, [('up-1', now)],
-                              {'up-1': (1, 0)})
+                              [('up-1', 'h', 1)])
         ctx = mock.sentinel.ctx
         done = set()
         self.assertEqual(1, refresh.process_pending(ctx, self.conf.conf,

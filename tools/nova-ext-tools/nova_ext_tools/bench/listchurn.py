@@ -49,6 +49,7 @@ the render cache lives in each child's memory only.
 """
 
 import functools
+import os
 import random
 import time
 
@@ -62,6 +63,7 @@ import sqlalchemy as sa
 from nova_ext.entry_points import db_writes
 from nova_ext.index import consumer
 from nova_ext.index import db as index_db
+from nova_ext.index import holders
 from nova_ext.index import pending
 from nova_ext.index import refresh
 from nova_ext.index import sync
@@ -175,15 +177,14 @@ def _release_dead_holds(engine):
     found when none runs is one a killed child left. Left held, its mark
     would be re-read by every list and never removed.
     """
-    c = pending.PENDING.c
+    h = pending.HOLDERS.c
     with engine.connect() as conn:
-        held = {row.uuid: row.holds - row.releases for row in conn.execute(
-            sa.select(c.uuid, c.holds, c.releases).where(
-                c.holds > c.releases))}
-    now = time.time()
-    pending.mark(engine, {uuid: (now, now) for uuid in held},
-                 {uuid: (0, count) for uuid, count in held.items()})
-    return len(held)
+        rows = conn.execute(sa.select(h.holder, h.beats).where(
+            h.pid != os.getpid())).all()
+    released = set()
+    for holder, beats in rows:
+        released |= holders.release(engine, holder, beats) or set()
+    return len(released)
 
 
 def _apply_all(ctx):

@@ -58,8 +58,8 @@ class TestFaults(base.CloudTestCase):
                 break
             time.sleep(5)
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
-        # What operators are told now (status judges by the oldest mark,
-        # and a killed process's marks wait out their expiry).
+        # What operators are told after the faults: whether nova-api lists
+        # from the index, by the rules it applies to each list.
         done = self.cloud.ext.command('nova-ext-manage', 'index', 'status',
                                       check=False)
         print('index status after the faults (exit %d):\n%s'

@@ -1,0 +1,76 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Why nova-api hands list requests to Nova, for the index's own state.
+
+nova-api applies these rules to each list request (the ``index`` driver,
+``nova_ext.instance_list``); ``nova-ext-manage index status``, the
+``healthy`` metric and ``nova-ext-status`` apply them to what the index
+database shows, so that all say what nova-api does. Each function returns
+the reason, or None where the rule lets the index answer. What depends on
+the request (a cell down, its filters, a changed instance's cell
+unreadable) only the request can tell.
+
+Three quantities, each with its own name:
+
+* ``pending``: the changes recorded in the index (marks) and not applied
+  yet. A list request applies them itself first, up to ``catch_up_limit``.
+* ``unrecorded`` and ``unrecorded_lag``: the changes one nova-api process
+  captured but could not record in the index, and the age of the oldest,
+  both by that process alone (its own clock). No other process can apply
+  them, so that process hands its lists to Nova until they are recorded,
+  and leaves the index off past ``max_lag``.
+* ``oldest_pending_age``: the age of the oldest mark, by the clock of the
+  host that recorded it against the reader's. Informational: host clocks
+  differ, and the marks are applied by the requests whatever their age, so
+  it decides nothing.
+"""
+
+
+def schema(revision, head):
+    """Why nova-api does not list from an index at ``revision``."""
+    if revision != head:
+        return 'the index schema is at revision %s, this nova_ext needs %s' % (
+            revision, head)
+    return None
+
+
+def unrecorded_lag(seconds, max_lag):
+    """Why a process leaves the index off for ``retry_interval``.
+
+    :param seconds: the age of the oldest change it could not record.
+    """
+    if seconds > max_lag:
+        return 'changes unrecorded for %.1f s (max_lag %.1f s)' % (
+            seconds, max_lag)
+    return None
+
+
+def unrecorded(count):
+    """Why a process hands each list request to Nova.
+
+    :param count: the changes it captured and could not record yet.
+    """
+    if count:
+        return '%d captured changes not recorded in the index yet' % count
+    return None
+
+
+def pending(count, limit, at_least=False):
+    """Why list requests are Nova's while ``count`` marks wait.
+
+    :param at_least: ``count`` is a lower bound (a request reads at most
+        ``limit + 1`` marks).
+    """
+    if count > limit:
+        return '%s%d marks pending, catch_up_limit %d' % (
+            'at least ' if at_least else '', count, limit)
+    return None
