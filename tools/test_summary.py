@@ -14,7 +14,9 @@
 
 CI runs unit and functional tests as separate stestr runs in one repository
 (.stestr); this sums them into a single 'N passed, N failed, N skipped'
-line, the form CI reads.
+line, the form CI reads, after the end of each failed test's traceback:
+CI shows the tail of what a run printed, and with several tox
+environments in parallel the failure would otherwise be far above it.
 
     python tools/test_summary.py [STESTR]
 """
@@ -39,13 +41,24 @@ def run_ids(stestr):
     return ids
 
 
-def count(stestr, run_id, totals):
+#: Lines of a failed test's traceback printed, from its end, and failed
+#: tests printed at most.
+TRACEBACK_LINES, FAILURES = 25, 10
+
+
+def count(stestr, run_id, totals, failures=None):
     stream = subprocess.run([stestr, 'history', 'show', '--subunit', run_id],
                             check=True, capture_output=True).stdout
     statuses = {}
 
     def on_test(test):
         statuses[test['id']] = test['status']
+        if failures is not None and test['status'] in ('fail', 'uxsuccess'):
+            details = test.get('details') or {}
+            text = ''.join(
+                details[name].as_text() for name in ('traceback', 'reason')
+                if name in details)
+            failures[test['id']] = text
     case = subunit.ByteStreamToStreamResult(io.BytesIO(stream))
     result = testtools.StreamToDict(on_test)
     result.startTestRun()
@@ -58,8 +71,13 @@ def count(stestr, run_id, totals):
 def main(argv):
     stestr = argv[1] if len(argv) > 1 else 'stestr'
     totals = collections.Counter()
+    failures = {}
     for run_id in run_ids(stestr):
-        count(stestr, run_id, totals)
+        count(stestr, run_id, totals, failures)
+    for test_id, text in sorted(failures.items())[:FAILURES]:
+        print('FAILED %s' % test_id)
+        for line in text.rstrip().splitlines()[-TRACEBACK_LINES:]:
+            print('    %s' % line)
     passed = totals['success'] + totals['xfail']
     failed = totals['fail'] + totals['uxsuccess']
     print('tests: %d passed, %d failed, %d skipped'

@@ -31,7 +31,6 @@ import threading
 import time
 
 import futurist
-from futurist import waiters as futurist_waiters
 from oslo_log import log as logging
 
 from nova_ext import instance_list
@@ -65,7 +64,9 @@ def detached():
     :returns: Nova's function, or None when nothing was attached.
     """
     global _STOCK, _SELECTOR
-    stock, _STOCK, _SELECTOR = _STOCK, None, None
+    stock, _STOCK, selector, _SELECTOR = _STOCK, None, _SELECTOR, None
+    if selector is not None:
+        selector.stop()
     return stock
 
 
@@ -138,7 +139,12 @@ class Selector(object):
         self.latched_until = None
         self._latch_reason = None
         self._reported = float('-inf')
-        self._publisher = self._publishing = None
+        self._publisher = None
+        # The publishing loop (_publish_loop): whether it runs, whether the
+        # counters changed since it last took them, whether a publication
+        # is due or under way; guarded by _published.
+        self._published = threading.Condition(self._lock)
+        self._looping = self._dirty = self._busy = self._stopped = False
         self._local = threading.local()
 
     @property
@@ -280,25 +286,51 @@ class Selector(object):
 
     def _report(self, driver):
         # By a thread of its own: publishing writes to the index, which
-        # another writer may hold, and no list may wait for that.
-        now = self.clock()
-        with self._lock:
-            if now - self._reported < REPORT_INTERVAL or (
-                    self._publishing is not None and
-                    not self._publishing.done()):
+        # another writer may hold, and no list may wait for that. The last
+        # counters are published even if no request follows, once the
+        # interval has passed: an idle process's counts are not left out.
+        with self._published:
+            self._dirty = True
+            if self.clock() - self._reported >= REPORT_INTERVAL:
+                self._busy = True
+                self._published.notify_all()
+            if self._looping:
                 return
-            self._reported = now
+            self._looping = True
             if self._publisher is None:
                 self._publisher = futurist.ThreadPoolExecutor(max_workers=1)
-            self._publishing = self._publisher.submit(
-                _publish, driver, self.stats.snapshot())
+        self._publisher.submit(self._publish_loop, driver)
+
+    def _publish_loop(self, driver):
+        """Publish what changed, every REPORT_INTERVAL, until idle."""
+        while True:
+            with self._published:
+                wait = REPORT_INTERVAL - (self.clock() - self._reported)
+                if wait > 0 and self._dirty and not self._stopped:
+                    # Woken early by a request whose clock says it is due.
+                    self._busy = False
+                    self._published.notify_all()
+                    self._published.wait(wait)
+                    continue
+                if not self._dirty or self._stopped:
+                    self._looping = self._busy = False
+                    self._published.notify_all()
+                    return
+                self._dirty, self._busy = False, True
+                self._reported = self.clock()
+                counts = self.stats.snapshot()
+            _publish(driver, counts)
+
+    def stop(self):
+        """Publish nothing more: the seam that lists through it is gone."""
+        with self._published:
+            self._stopped = True
+            self._published.notify_all()
 
     def wait_reported(self, timeout=None):
-        """Wait until the counters last handed over are published."""
-        with self._lock:
-            publishing = self._publishing
-        if publishing is not None:
-            futurist_waiters.wait_for_all([publishing], timeout)
+        """Wait until the counters due to be published are."""
+        with self._published:
+            self._published.wait_for(lambda: not self._busy, timeout)
 
 
 def _publish(driver, counts):

@@ -12,6 +12,7 @@
 """The Selector: which answers come from the driver, which from Nova."""
 
 import threading
+import time
 from unittest import mock
 
 import fixtures
@@ -183,12 +184,29 @@ class TestSelector(base.TestCase):
         self.assertEqual(('from-driver', []), self.list())
         self.clock.now += serving.REPORT_INTERVAL
         # Both lists answered while the first publication still waits; the
-        # second list's counters are not queued behind it.
+        # counters published last are those of both.
         self.assertEqual(('from-driver', []), self.list())
         self.assertEqual([], published)
         held.set()
         self.selector.wait_reported(5)
-        self.assertEqual([1], [c['served'] for c in published])
+        self.assertEqual(2, published[-1]['served'])
+
+    def test_the_last_counters_are_published_without_another_request(self):
+        self.useFixture(fixtures.MockPatchObject(
+            serving, 'REPORT_INTERVAL', 1.0))
+        self.selector.clock = time.monotonic
+        self.list()
+        self.selector.wait_reported(5)
+        self.assertEqual([1], [c['served'] for c in self.driver.reported])
+        # Within the interval: not published now, and no request follows.
+        self.list()
+        self.selector.wait_reported(5)
+        self.assertEqual([1], [c['served'] for c in self.driver.reported])
+        deadline = time.monotonic() + 10
+        while len(self.driver.reported) < 2:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        self.assertEqual([1, 2], [c['served'] for c in self.driver.reported])
 
     def test_cells_driver_is_novas_path(self):
         self.driver.name = 'cells'
