@@ -67,6 +67,14 @@ class ServersListHandler(base.Handler):
         if (selector is None or not fast or
                 not isinstance(selector.driver, list_base.RowsDriver)):
             return request.get_response(application)
+        try:
+            return self._respond(selector, request, application)
+        finally:
+            # Whichever way it went: a request declined by the selector
+            # is answered by Nova's own function, which counts nothing.
+            selector.report()
+
+    def _respond(self, selector, request, application):
         route, _ = base.route_of(request)
         try:
             response = render.respond(self.conf, selector, request,
@@ -82,7 +90,6 @@ class ServersListHandler(base.Handler):
         if response is None:
             return request.get_response(application)
         selector.stats.add('rendered')
-        selector.report()
         return response
 
 

@@ -319,7 +319,10 @@ class Selector(object):
                 self._dirty, self._busy = False, True
                 self._reported = self.clock()
                 counts = self.stats.snapshot()
-            _publish(driver, counts)
+            if not _publish(driver, counts):
+                # Tried again after the interval, with what came since.
+                with self._published:
+                    self._dirty = True
 
     def stop(self):
         """Publish nothing more: the seam that lists through it is gone."""
@@ -334,10 +337,13 @@ class Selector(object):
 
 
 def _publish(driver, counts):
+    """Whether ``driver`` published ``counts``."""
     try:
         driver.report_stats(counts)
     except Exception:  # noqa: counters are best effort
         LOG.debug('nova_ext could not publish list counters', exc_info=True)
+        return False
+    return True
 
 
 def _is_client_error(error):

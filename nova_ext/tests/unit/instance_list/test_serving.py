@@ -191,6 +191,26 @@ class TestSelector(base.TestCase):
         self.selector.wait_reported(5)
         self.assertEqual(2, published[-1]['served'])
 
+    def test_a_publication_that_failed_is_made_again(self):
+        self.useFixture(fixtures.MockPatchObject(
+            serving, 'REPORT_INTERVAL', 0.2))
+        self.selector.clock = time.monotonic
+        real, failures = self.driver.report_stats, []
+
+        def fails_once(counts):
+            if not failures:
+                failures.append(counts)
+                raise RuntimeError('the index is away')
+            real(counts)
+        self.driver.report_stats = fails_once
+        self.list()
+        deadline = time.monotonic() + 10
+        while not self.driver.reported:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        self.assertEqual([1], [c['served'] for c in failures])
+        self.assertEqual([1], [c['served'] for c in self.driver.reported])
+
     def test_the_last_counters_are_published_without_another_request(self):
         self.useFixture(fixtures.MockPatchObject(
             serving, 'REPORT_INTERVAL', 1.0))
