@@ -67,9 +67,11 @@ class Marker(object):
         # When the oldest buffered change came, and the oldest of those
         # that are not releases (monotonic), or None.
         self._buffer, self._oldest, self._oldest_news = {}, None, None
-        # The holds and releases of the buffered changes, as sets of
-        # (uuid, holder, token) (see pending.mark).
-        self._holds, self._releases = set(), set()
+        # The holds of the buffered changes, a set of (uuid, holder,
+        # token) (see pending.mark), and their releases by uuid: a
+        # transaction takes back a release of an instance it writes
+        # (take_back_releases()) without a pass over all of them.
+        self._holds, self._releases = set(), {}
         # The changes of the transaction under way.
         self._inflight = {}
         # The uuids of the buffered and of the in-flight changes that no
@@ -109,7 +111,7 @@ class Marker(object):
                 if key in self._holds:
                     self._holds.discard(key)
                 else:
-                    self._releases.add(key)
+                    self._releases.setdefault(key[0], set()).add(key)
             self._added += 1
             now = time.monotonic()
             if self._oldest is None:
@@ -175,11 +177,15 @@ class Marker(object):
         """
         taken = {}
         with self._cond:
-            for key in sorted(self._releases):
-                uuid, name, token = key
-                if name == holder and uuid in uuids and uuid not in taken:
-                    self._releases.discard(key)
-                    taken[uuid] = (name, token)
+            for uuid in uuids:
+                keys = self._releases.get(uuid, ())
+                mine = [key for key in keys if key[1] == holder]
+                if mine:
+                    key = min(mine)
+                    keys.discard(key)
+                    if not keys:
+                        del self._releases[uuid]
+                    taken[uuid] = key[1:]
         return taken
 
     def held(self):
@@ -227,12 +233,14 @@ class Marker(object):
                     break
                 # Woken early by news, which may be due sooner.
                 self._cond.wait(left)
-            batch = (self._buffer, self._holds, self._releases, self._added,
+            releases = {key for keys in self._releases.values()
+                        for key in keys}
+            batch = (self._buffer, self._holds, releases, self._added,
                      self._oldest)
             self._inflight = self._buffer
             self._inflight_uncovered = self._uncovered
             self._buffer, self._uncovered = {}, set()
-            self._holds, self._releases = set(), set()
+            self._holds, self._releases = set(), {}
             self._oldest = self._oldest_news = None
             self._urgent = False
             return batch
@@ -291,7 +299,8 @@ class Marker(object):
             self._inflight_uncovered = set()
             _merge(self._buffer, changes)
             self._holds |= holds
-            self._releases |= releases
+            for key in releases:
+                self._releases.setdefault(key[0], set()).add(key)
             self._oldest = min(oldest, self._oldest or oldest)
             if self._uncovered:
                 self._oldest_news = min(oldest,
