@@ -74,10 +74,16 @@ def main(argv):
     failures = {}
     for run_id in run_ids(stestr):
         count(stestr, run_id, totals, failures)
-    for test_id, text in sorted(failures.items())[:FAILURES]:
+    shown = sorted(failures.items())[:FAILURES]
+    for test_id, text in shown:
         print('FAILED %s' % test_id)
         for line in text.rstrip().splitlines()[-TRACEBACK_LINES:]:
             print('    %s' % line)
+    # A line each, next to the closing line, for a reader that sees only
+    # a window of the output.
+    for test_id, text in shown:
+        lines = text.strip().splitlines()
+        print('FAILED %s: %s' % (test_id, lines[-1][:300] if lines else ''))
     passed = totals['success'] + totals['xfail']
     failed = totals['fail'] + totals['uxsuccess']
     print('tests: %d passed, %d failed, %d skipped'

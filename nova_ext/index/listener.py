@@ -179,7 +179,7 @@ class Indexer(object):
     def stop(self):
         if self.reconciler is not None:
             # First, so that a pass under way stops at its next cell and
-            # hands the lease over rather than leaving it to expire.
+            # hands the lease over at once.
             self.reconciler.stop()
         self.listener.stop()
         self.listener.wait()

@@ -19,14 +19,17 @@ cell with the index, heals what differs (:func:`verify.verify_cell` with
 ``fix``) and purges expired tombstones.
 
 Several indexers may run for availability; a lease row in the index
-database lets one of them run each pass. It is taken with one conditional
-UPDATE (atomic on SQLite, MySQL and PostgreSQL alike), renewed while the
-pass runs, and simply expires if its holder dies, so another indexer takes
-over. Times are the hosts' wall clocks: they are compared across hosts.
+database lets one of them run each pass. Its holder is the indexer's
+holder row (:mod:`nova_ext.index.holders`): taken with one conditional
+UPDATE (atomic on SQLite, MySQL and PostgreSQL alike), it is free again
+once given back or once that holder is gone, which the holders'
+heartbeats tell within ``holder_timeout``. The indexer that gave back the
+last complete pass times the next one by its own monotonic clock; the
+others take over if it is gone, or if twice the interval passed by
+theirs. No host's clock is compared with another's.
 """
 
 import json
-import os
 import socket
 import threading
 import time
@@ -38,6 +41,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
+from nova_ext.index import holders
+from nova_ext.index import pending
 from nova_ext.index import sqlite
 from nova_ext.index import sync
 from nova_ext.index import verify
@@ -48,31 +53,32 @@ LOG = logging.getLogger(__name__)
 LEASES = sa.table(
     'nova_ext_index_reconcile',
     sa.column('name', sa.String), sa.column('holder', sa.String),
-    sa.column('expires_at', sa.Float), sa.column('due_at', sa.Float),
+    sa.column('generation', sa.BigInteger), sa.column('timer', sa.String),
     sa.column('last_holder', sa.String),
     sa.column('last_started_at', sa.Float),
     sa.column('last_finished_at', sa.Float),
     sa.column('last_result', sa.Text))
+HOLDERS = pending.HOLDERS
 
 NAME = 'reconcile'
-#: Seconds a lease lasts unless renewed. A holder renews it every third of
-#: that while it works, so a dead holder is replaced within this long, and
-#: clocks may be that far apart before two holders could overlap.
-LEASE_TTL = 120.0
 
 
-def holder_id():
-    return '%s:%d' % (socket.gethostname(), os.getpid())
+def _alive(column):
+    return sa.exists().where(HOLDERS.c.holder == column)
 
 
-def acquire(engine, holder, now=None, ttl=LEASE_TTL):
-    """Take the lease if a pass is due and no live holder has it."""
-    now = time.time() if now is None else now
+def acquire(engine, holder, generation):
+    """Take the lease if it is still at ``generation`` and nobody holds it.
+
+    Nobody: no holder, or one whose holder row is gone (it died, or exited,
+    during its pass).
+    """
     with db.begin_write(engine) as conn:
         taken = conn.execute(sa.update(LEASES).where(
-            LEASES.c.name == NAME, LEASES.c.expires_at <= now,
-            LEASES.c.due_at <= now).values(
-            holder=holder, expires_at=now + ttl)).rowcount
+            LEASES.c.name == NAME, LEASES.c.generation == generation,
+            sa.or_(LEASES.c.holder.is_(None),
+                   ~_alive(LEASES.c.holder))).values(
+            holder=holder)).rowcount
     if taken:
         return True
     for attempt in range(3):
@@ -82,8 +88,7 @@ def acquire(engine, holder, now=None, ttl=LEASE_TTL):
                         LEASES.c.name == NAME)).first() is not None:
                     return False
                 conn.execute(sa.insert(LEASES).values(
-                    name=NAME, holder=holder, expires_at=now + ttl,
-                    due_at=now))
+                    name=NAME, holder=holder, generation=0))
             return True
         except (db_exc.DBDuplicateEntry, sa_exc.IntegrityError):
             # Another indexer created the row first, and holds it. (The
@@ -97,28 +102,26 @@ def acquire(engine, holder, now=None, ttl=LEASE_TTL):
                 raise
 
 
-def renew(engine, holder, now=None, ttl=LEASE_TTL):
-    """Extend a held lease; False if it is no longer ours."""
-    now = time.time() if now is None else now
-    with db.begin_write(engine) as conn:
-        return bool(conn.execute(sa.update(LEASES).where(
-            LEASES.c.name == NAME, LEASES.c.holder == holder).values(
-            expires_at=now + ttl)).rowcount)
+def holds(engine, holder):
+    """Whether ``holder`` holds the lease."""
+    with engine.connect() as conn:
+        return conn.execute(sa.select(LEASES.c.name).where(
+            LEASES.c.name == NAME,
+            LEASES.c.holder == holder)).first() is not None
 
 
-def release(engine, holder, due_at=None, done=None, now=None):
-    """Give the lease back; the next pass is due at ``due_at``.
+def release(engine, holder, done=None):
+    """Give the lease back; False if it was not ``holder``'s any more.
 
-    :param due_at: None leaves it as it is (due now: an interrupted pass
-        is taken over at once).
-    :param done: the :class:`Pass` to record as the last one.
+    :param done: the complete :class:`Pass`, recorded as the last one,
+        whose holder times the next; None: the pass is due again at once
+        (an interrupted pass is taken over now).
     """
-    now = time.time() if now is None else now
-    values = {'holder': None, 'expires_at': now}
-    if due_at is not None:
-        values['due_at'] = due_at
+    values = {'holder': None, 'generation': LEASES.c.generation + 1,
+              'timer': holder if done is not None else None}
     if done is not None:
-        values.update(last_holder=holder, last_started_at=done.started_at,
+        values.update(last_holder=done.holder,
+                      last_started_at=done.started_at,
                       last_finished_at=done.finished_at,
                       last_result=json.dumps(done.as_dict(), sort_keys=True))
     with db.begin_write(engine) as conn:
@@ -128,14 +131,30 @@ def release(engine, holder, due_at=None, done=None, now=None):
 
 
 def read(engine):
-    """The lease row as a dict (``last_result`` decoded), or None."""
+    """The lease row as a dict, or None.
+
+    ``last_result`` decoded; ``holder_at`` and ``timer_at`` are the
+    ``host/pid`` of the holder and of the timer while their holder rows
+    are there, else None.
+    """
+    held_by = HOLDERS.alias('held_by')
+    timed_by = HOLDERS.alias('timed_by')
     with engine.connect() as conn:
-        row = conn.execute(sa.select(LEASES).where(
+        row = conn.execute(sa.select(
+            LEASES, held_by.c.host.label('holder_host'),
+            held_by.c.pid.label('holder_pid'),
+            timed_by.c.host.label('timer_host'),
+            timed_by.c.pid.label('timer_pid')).select_from(
+            LEASES.outerjoin(held_by, held_by.c.holder == LEASES.c.holder)
+            .outerjoin(timed_by, timed_by.c.holder == LEASES.c.timer)).where(
             LEASES.c.name == NAME)).first()
     if row is None:
         return None
     found = dict(row._mapping)
     found['last_result'] = json.loads(row.last_result or 'null')
+    for who in ('holder', 'timer'):
+        host, pid = found.pop(who + '_host'), found.pop(who + '_pid')
+        found[who + '_at'] = None if host is None else '%s/%s' % (host, pid)
     return found
 
 
@@ -190,19 +209,25 @@ class Pass(object):
 
 
 class Reconciler(object):
-    """Runs a reconcile pass every interval, when it wins the lease."""
+    """Runs a reconcile pass every interval, when it wins the lease.
 
-    def __init__(self, conf, holder=None, ttl=LEASE_TTL, clock=time.time,
+    :param lease: the :class:`holders.Lease` whose name holds the reconcile
+        lease; this process's by default.
+    :param clock: a monotonic clock, this process's own.
+    """
+
+    def __init__(self, conf, lease=None, clock=time.monotonic,
                  name='nova-ext-index-reconcile'):
         self.conf = conf
-        self.holder = holder or holder_id()
-        self.ttl = ttl
+        self.lease = lease or holders.get_lease(conf)
         self.clock = clock
         self.passes = 0
         self._name = name
         self._stop = threading.Event()
         self._lost = threading.Event()
         self._thread = None
+        # (generation, this clock's time it was first seen at)
+        self._seen = (None, None)
 
     @property
     def interval(self):
@@ -216,35 +241,35 @@ class Reconciler(object):
         self._thread = threading.Thread(target=self._run, name=self._name,
                                         daemon=True)
         self._thread.start()
-        LOG.info('nova_ext index reconcile every %d s (as %s)',
-                 self.interval, self.holder)
+        LOG.info('nova_ext index reconcile every %d s', self.interval)
 
     def stop(self, timeout=10):
         """Stop, between two cells; False if one still runs after timeout.
 
-        The pass left running dies with the process, and its lease expires.
+        The pass left running dies with the process; its lease is free
+        once the process's holder row is gone.
         """
         self._stop.set()
         if self._thread is None:
             return True
         self._thread.join(timeout)
         if self._thread.is_alive():
-            LOG.info('nova_ext index reconcile still in a cell; %s leaves '
-                     'its lease to expire', self.holder)
+            LOG.info('nova_ext index reconcile still in a cell; the lease '
+                     'goes with this process')
             return False
         return True
 
     def _run(self):
         # A loop of its own rather than a periodic: when to look again
         # comes from the lease row (the next pass due, another holder's
-        # lease expiring), not from a fixed spacing, and oslo.service's
+        # pass), not from a fixed spacing, and oslo.service's
         # DynamicLoopingCall would run on eventlet in a process that
         # imported Nova without choosing a backend (nova_ext.service.
         # periodic says why).
         while not self._stop.is_set():
             try:
                 self.run_once()
-                wait = self._until_due()
+                wait = self._wait
             except Exception:
                 # Whatever broke (the index or the API database away), the
                 # indexer keeps listening; the pass is tried again later.
@@ -253,49 +278,72 @@ class Reconciler(object):
                 wait = self.interval
             self._stop.wait(wait)
 
-    def _until_due(self):
-        row = read(self.engine)
+    @property
+    def _wait(self):
+        # A dead holder is told within holder_timeout; looking again every
+        # half of it takes its pass over soon after.
+        return min(self.interval, max(
+            1.0, self.conf.nova_ext_index.holder_timeout / 2.0))
+
+    def due(self, row, name):
+        """Whether a pass is due, as this process sees ``row``."""
         if row is None:
-            return self.interval
-        due = row['due_at']
+            return True
         if row['holder'] is not None:
-            # Someone works, or died working: look again when its lease
-            # would expire.
-            due = max(due, row['expires_at'])
-        return min(max(due - self.clock(), 1.0), self.interval)
+            # Running, or interrupted by its holder's death.
+            return row['holder_at'] is None
+        now = self.clock()
+        if self._seen[0] != row['generation']:
+            self._seen = (row['generation'], now)
+        waited = now - self._seen[1]
+        if row['timer'] is None or row['timer_at'] is None:
+            return True     # interrupted, or its timer is gone
+        if row['timer'] == name:
+            return waited >= self.interval
+        # Another indexer times it; should its loop have stopped while the
+        # process lives, this one goes on after twice the interval.
+        return waited >= 2 * self.interval
 
     def run_once(self, ctx=None):
-        """One pass if this process wins the lease: its Pass, else None."""
+        """One pass if it is due and this process wins the lease.
+
+        Its :class:`Pass`, else None.
+        """
         engine = self.engine
-        started = self.clock()
-        if not acquire(engine, self.holder, started, self.ttl):
+        holders.get_watch(self.conf).settle(engine)
+        name = self.lease.ensure(engine)
+        row = read(engine)
+        if not self.due(row, name) or not acquire(
+                engine, name, row['generation'] if row else 0):
             return None
         self._lost.clear()
-        done = Pass(self.holder, started)
-        heart = periodic.Periodic(self._renew, self.ttl / 3.0,
-                                  self._name + '-lease',
-                                  run_immediately=False)
+        # Wall-clock times, for operators to read; nothing compares them.
+        done = Pass('%s/%d' % (socket.gethostname(), self.lease.pid),
+                    time.time())
+        heart = periodic.Periodic(
+            lambda: self._check(name),
+            self.conf.nova_ext_index.holder_heartbeat_interval,
+            self._name + '-lease', run_immediately=False)
         heart.start()
         complete = False
+        started = self.clock()
         try:
             self._reconcile(ctx or nova_context.get_admin_context(), done)
             complete = not done.interrupted
         finally:
             heart.stop()
-            done.finished_at = self.clock()
-            # An unfinished pass leaves the next one due at once, so that
-            # another indexer takes over now rather than an interval later.
-            if not release(engine, self.holder,
-                           done.finished_at + self.interval
-                           if complete else None,
-                           done if complete else None, done.finished_at):
+            done.finished_at = time.time()
+            if not release(engine, name, done if complete else None):
                 LOG.warning('nova_ext index reconcile: %s lost its lease '
-                            'during the pass', self.holder)
+                            'during the pass', done.holder)
+            # The next pass is an interval from now by this clock, which
+            # also times it for the row just given back.
+            self._seen = ((row['generation'] if row else 0) + 1,
+                          self.clock())
         self.passes += 1
         LOG.info('nova_ext index reconcile pass by %s in %.1f s: drift %d, '
-                 'fixed %d; %s', self.holder,
-                 done.finished_at - done.started_at, done.drift, done.fixed,
-                 done)
+                 'fixed %d; %s', done.holder, self.clock() - started,
+                 done.drift, done.fixed, done)
         return done
 
     def _reconcile(self, ctx, done):
@@ -319,17 +367,17 @@ class Reconciler(object):
             LOG.exception('nova_ext index reconcile could not purge '
                           'tombstones; the next pass tries again')
 
-    def _renew(self):
+    def _check(self, name):
         try:
-            held = renew(self.engine, self.holder, self.clock(), self.ttl)
+            held = holds(self.engine, name) and self.lease.name == name
         except Exception as e:
-            # The lease lasts a while yet; the next beat may get through.
-            LOG.warning('nova_ext index reconcile could not renew its '
+            # The holder's heartbeat, not this check, keeps the lease.
+            LOG.warning('nova_ext index reconcile could not check its '
                         'lease: %s', e)
             return
         if not held:
-            LOG.warning('nova_ext index reconcile: the lease of %s expired '
-                        'and was taken over; stopping after this cell',
-                        self.holder)
+            LOG.warning('nova_ext index reconcile: this process was taken '
+                        'for dead and its lease taken over; stopping after '
+                        'this cell')
             self._lost.set()
             raise periodic.NeverAgain()

@@ -71,6 +71,7 @@ def collect(ctx, conf, now=None):
     report['api'] = [api_process(row, report['max_lag'], now)
                      for row in metrics.collect(engine)]
     report['reconcile'] = _reconcile(engine)
+    report['reconcile_interval'] = conf.nova_ext_index.reconcile_interval
     report['reasons'] = reasons(report)
     report['healthy'] = not report['reasons']
     return report
@@ -147,7 +148,8 @@ def lines(report):
         yield 'cell %-16s %8d instances, synced %s' % (
             cell['name'] or cell['cell_uuid'], cell['instances'],
             _age(cell['synced_at']))
-    yield 'reconcile:       %s' % _reconcile_line(report.get('reconcile'))
+    yield 'reconcile:       %s' % _reconcile_line(
+        report.get('reconcile'), report.get('reconcile_interval'))
     for row in report['api']:
         yield _api_line(row)
 
@@ -166,8 +168,7 @@ def _api_line(row):
     return line
 
 
-def _reconcile_line(lease, now=None):
-    now = time.time() if now is None else now
+def _reconcile_line(lease, interval=None):
     last = (lease or {}).get('last_result')
     if not last:
         parts = ['no pass finished yet']
@@ -177,8 +178,17 @@ def _reconcile_line(lease, now=None):
             last['drift'], last['fixed'],
             ', cells failed: %s' % ' '.join(last['failed'])
             if last['failed'] else '')]
-    if lease and lease['holder'] and lease['expires_at'] > now:
-        parts.append('running on %s' % lease['holder'])
-    elif lease:
-        parts.append('next due in %.0f s' % max(0, lease['due_at'] - now))
+    if not lease:
+        return parts[0]
+    # When the next pass is due is known to its timer's clock only.
+    if lease['holder'] is not None and lease['holder_at']:
+        parts.append('running on %s' % lease['holder_at'])
+    elif lease['holder'] is not None or lease['timer'] is None:
+        parts.append('due now')
+    elif lease['timer_at']:
+        parts.append('next %s after it, timed by %s' % (
+            '%d s' % interval if interval else 'pass',
+            lease['timer_at']))
+    else:
+        parts.append('due now (its timer is gone)')
     return '; '.join(parts)

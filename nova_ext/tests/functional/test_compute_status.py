@@ -76,7 +76,14 @@ class _ComputeStatusBase(base.NovaExtTestCase):
 
     def _stop(self, *hosts):
         for host in hosts:
-            self.computes[host].stop()
+            service = self.computes[host]
+            timers = list(service.tg.timers)
+            service.stop()
+            # Stopping a native timer does not wait for a heartbeat that
+            # is already running; one that landed after the test moved
+            # time on would count the compute as up.
+            for timer in timers:
+                timer.wait()
             self.stopped.add(host)
 
     def _watcher(self):

@@ -22,6 +22,7 @@ from nova.db.main import api as main_db_api
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.index import holders
 from nova_ext.index import reconcile
 from nova_ext.index import source
 from nova_ext.index import status
@@ -65,7 +66,10 @@ class TestReconcile(test_index_parity.IndexTestCase):
         self.assertEqual({'missing': 1, 'stale': 1, 'extra': 1},
                          self.drift(ctx))
 
-        reconciler = reconcile.Reconciler(CONF, holder='indexer-a')
+        indexer_a, indexer_b = holders.Lease(CONF), holders.Lease(CONF)
+        self.addCleanup(indexer_a.stop)
+        self.addCleanup(indexer_b.stop)
+        reconciler = reconcile.Reconciler(CONF, lease=indexer_a)
         done = reconciler.run_once(ctx)
         self.assertEqual((3, 3, []), (done.drift, done.fixed, done.failed))
         self.assertEqual(sorted(c.name for c in sync.cells(ctx)),
@@ -77,21 +81,19 @@ class TestReconcile(test_index_parity.IndexTestCase):
             self.assertSameAnswer(self.admin_api, uri)
 
         # The lease was taken and given back with the pass recorded; the
-        # next pass is an interval away, for this indexer and any other.
+        # next pass is an interval away, timed by the indexer that ran it.
         lease = reconcile.read(self.index.engine)
         self.assertIsNone(lease['holder'])
-        self.assertEqual('indexer-a', lease['last_holder'])
+        self.assertEqual(indexer_a.name, lease['timer'])
         self.assertEqual(3, lease['last_result']['fixed'])
-        self.assertAlmostEqual(
-            lease['last_finished_at'] +
-            CONF.nova_ext_index.reconcile_interval, lease['due_at'])
         self.assertIsNone(reconcile.Reconciler(
-            CONF, holder='indexer-b').run_once(ctx))
+            CONF, lease=indexer_b).run_once(ctx))
         self.assertIsNone(reconciler.run_once(ctx))
         line = [text for text in status.lines(status.collect(ctx, CONF))
                 if text.startswith('reconcile:')]
-        self.assertRegex(line[0], r'last pass \d+ s ago by indexer-a: '
-                                  r'drift 3, fixed 3; next due in \d+ s')
+        self.assertRegex(line[0], r'last pass \d+ s ago by [^:]+/\d+: '
+                                  r'drift 3, fixed 3; next \d+ s after it, '
+                                  r'timed by [^:]+/\d+$')
 
     def test_a_pass_heals_rows_changed_in_the_index_itself(self):
         server = self._create_server(host='compute1-1', networks='none')
@@ -107,7 +109,7 @@ class TestReconcile(test_index_parity.IndexTestCase):
                 updated_at=datetime.datetime(2001, 1, 1)))
         self.assertEqual({'missing': 0, 'stale': 1, 'extra': 0},
                          self.drift(ctx))
-        done = reconcile.Reconciler(CONF, holder='indexer-a').run_once(ctx)
+        done = reconcile.Reconciler(CONF).run_once(ctx)
         self.assertEqual((1, 1, []), (done.drift, done.fixed, done.failed))
         self.assertEqual({'missing': 0, 'stale': 0, 'extra': 0},
                          self.drift(ctx))

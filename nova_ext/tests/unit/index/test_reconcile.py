@@ -17,6 +17,7 @@ ones).
 """
 
 import logging
+import socket
 import threading
 import time
 from unittest import mock
@@ -24,7 +25,9 @@ from unittest import mock
 import fixtures
 import sqlalchemy as sa
 
+from nova_ext.index import holders
 from nova_ext.index import listener
+from nova_ext.index import pending
 from nova_ext.index import reconcile
 from nova_ext.index import status
 from nova_ext.index import sync
@@ -63,23 +66,41 @@ class LeaseTestCase(index_base.IndexDBTestCase):
         self.addCleanup(engine.dispose)
         return engine
 
+    def holder(self, name, pid=1):
+        """A live holder's row, as its Lease records it."""
+        with self.a.begin() as conn:
+            conn.execute(sa.insert(pending.HOLDERS).values(
+                holder=name, host='host', pid=pid, beats=0,
+                started_at=0.0))
+        return name
+
+    def dies(self, name):
+        """What a Watch does once the holder's beats stood still."""
+        self.assertIsNotNone(holders.release(self.a, name))
+
 
 class TestLease(LeaseTestCase):
 
     def test_only_one_acquires(self):
-        self.assertTrue(reconcile.acquire(self.a, 'a', now=100.0))
-        self.assertFalse(reconcile.acquire(self.b, 'b', now=100.0))
-        self.assertEqual('a', reconcile.read(self.b)['holder'])
+        self.holder('a', pid=7)
+        self.holder('b')
+        self.assertTrue(reconcile.acquire(self.a, 'a', 0))
+        self.assertFalse(reconcile.acquire(self.b, 'b', 0))
+        row = reconcile.read(self.b)
+        self.assertEqual(('a', 'host/7', 0), (
+            row['holder'], row['holder_at'], row['generation']))
 
     def test_only_one_of_many_racing_acquires(self):
         engines = [self.a, self.b] + [self._engine(str(self.a.url))
                                       for _ in range(4)]
+        for i in range(len(engines)):
+            self.holder('p%d' % i)
         start = threading.Barrier(len(engines))
         won = []
 
         def race(i, engine):
             start.wait()
-            if reconcile.acquire(engine, 'p%d' % i, now=100.0):
+            if reconcile.acquire(engine, 'p%d' % i, 0):
                 won.append(i)
         threads = [threading.Thread(target=race, args=(i, e))
                    for i, e in enumerate(engines)]
@@ -91,41 +112,51 @@ class TestLease(LeaseTestCase):
         self.assertEqual('p%d' % won[0], reconcile.read(self.a)['holder'])
 
     def test_acquire_racing_on_plain_engines(self):
+        self.holder('a')
+        self.holder('b')
         # pysqlite left to itself begins at the insert: IntegrityError.
         index_base.race_on_insert(
             self, self.a, 'nova_ext_index_reconcile',
-            lambda: self.assertTrue(reconcile.acquire(self.b, 'b', 100.0)))
-        self.assertFalse(reconcile.acquire(self.a, 'a', now=100.0))
+            lambda: self.assertTrue(reconcile.acquire(self.b, 'b', 0)))
+        self.assertFalse(reconcile.acquire(self.a, 'a', 0))
         self.assertEqual('b', reconcile.read(self.a)['holder'])
 
-    def test_expiry_hands_over(self):
-        self.assertTrue(reconcile.acquire(self.a, 'a', now=100.0, ttl=10))
-        self.assertFalse(reconcile.acquire(self.b, 'b', now=109.0, ttl=10))
-        # a died: it renews no more, and its lease runs out.
-        self.assertTrue(reconcile.acquire(self.b, 'b', now=110.0, ttl=10))
-        # Should a come back, the lease is not its own any more.
-        self.assertFalse(reconcile.renew(self.a, 'a', now=111.0))
-        self.assertFalse(reconcile.release(self.a, 'a', now=111.0))
+    def test_a_dead_holders_lease_is_free(self):
+        self.holder('a')
+        self.holder('b')
+        self.assertTrue(reconcile.acquire(self.a, 'a', 0))
+        self.assertFalse(reconcile.acquire(self.b, 'b', 0))
+        self.dies('a')
+        self.assertIsNone(reconcile.read(self.b)['holder_at'])
+        self.assertTrue(reconcile.acquire(self.b, 'b', 0))
+        # Should a come back under its old name, the lease is not its own.
+        self.assertFalse(reconcile.holds(self.a, 'a'))
+        self.assertFalse(reconcile.release(self.a, 'a'))
         self.assertEqual('b', reconcile.read(self.a)['holder'])
 
-    def test_renewed_lease_holds(self):
-        reconcile.acquire(self.a, 'a', now=100.0, ttl=10)
-        self.assertTrue(reconcile.renew(self.a, 'a', now=108.0, ttl=10))
-        self.assertFalse(reconcile.acquire(self.b, 'b', now=115.0, ttl=10))
-        self.assertTrue(reconcile.acquire(self.b, 'b', now=118.0, ttl=10))
-
-    def test_release_makes_the_next_pass_due_later(self):
-        reconcile.acquire(self.a, 'a', now=100.0)
-        done = reconcile.Pass('a', 100.0)
+    def test_a_decision_taken_before_a_pass_cannot_take_after_it(self):
+        self.holder('a')
+        self.holder('b')
+        reconcile.acquire(self.a, 'a', 0)
+        done = reconcile.Pass('host/1', 100.0)
         done.finished_at, done.purged = 150.0, 0
-        self.assertTrue(reconcile.release(self.a, 'a', due_at=750.0,
-                                          done=done, now=150.0))
-        self.assertFalse(reconcile.acquire(self.b, 'b', now=749.0))
-        self.assertTrue(reconcile.acquire(self.b, 'b', now=750.0))
+        self.assertTrue(reconcile.release(self.a, 'a', done))
+        # b judged generation 0 due; a gave a pass back since.
+        self.assertFalse(reconcile.acquire(self.b, 'b', 0))
+        self.assertTrue(reconcile.acquire(self.b, 'b', 1))
         row = reconcile.read(self.a)
-        self.assertEqual(('a', 150.0, 0), (row['last_holder'],
-                                           row['last_finished_at'],
-                                           row['last_result']['drift']))
+        self.assertEqual(('host/1', 150.0, 0, 'a', 'host/1'), (
+            row['last_holder'], row['last_finished_at'],
+            row['last_result']['drift'], row['timer'], row['timer_at']))
+
+    def test_an_interrupted_pass_is_due_at_once(self):
+        self.holder('a')
+        reconcile.acquire(self.a, 'a', 0)
+        self.assertTrue(reconcile.release(self.a, 'a'))
+        row = reconcile.read(self.a)
+        self.assertEqual((None, None, 1, None), (
+            row['holder'], row['timer'], row['generation'],
+            row['last_result']))
 
 
 class TestReconciler(LeaseTestCase):
@@ -145,6 +176,7 @@ class TestReconciler(LeaseTestCase):
             verify, 'purge_tombstones', return_value=3)).mock
         self.log = self.useFixture(fixtures.FakeLogger(
             name=reconcile.__name__, level=logging.INFO))
+        self.addCleanup(holders.reset)
 
     def _verify(self, ctx, conf, cell, fix=False):
         self.assertTrue(fix)
@@ -154,62 +186,87 @@ class TestReconciler(LeaseTestCase):
             raise failure
         return _report(cell, **(failure or {}))
 
-    def reconciler(self, holder, **kwargs):
-        kwargs.setdefault('clock', self.clock)
-        return reconcile.Reconciler(self.conf.conf, holder=holder, **kwargs)
+    def reconciler(self, **kwargs):
+        """An indexer process: a holder of its own, a clock of its own."""
+        lease = holders.Lease(self.conf.conf)
+        self.addCleanup(lease.stop)
+        kwargs.setdefault('clock', base.Clock(self.clock.now))
+        return reconcile.Reconciler(self.conf.conf, lease=lease, **kwargs)
 
-    def test_one_pass_per_interval_among_two(self):
-        one, two = self.reconciler('one'), self.reconciler('two')
+    def test_one_pass_per_interval_timed_by_who_ran_the_last(self):
+        # The clocks differ by hours; neither is compared with the other.
+        one = self.reconciler()
+        two = self.reconciler(clock=base.Clock(self.clock.now + 7200))
         done = one.run_once(mock.sentinel.ctx)
         self.assertEqual((4, 4, 3), (done.drift, done.fixed, done.purged))
         self.assertEqual(['cell0', 'cell1', 'cell2'], self.verified)
         self.assertIsNone(two.run_once(mock.sentinel.ctx))
-        self.clock.now += INTERVAL - 1
+        two.clock.now += INTERVAL
+        one.clock.now += INTERVAL - 1
         self.assertIsNone(two.run_once(mock.sentinel.ctx))
         self.assertIsNone(one.run_once(mock.sentinel.ctx))
-        self.clock.now += 1
-        self.assertIsNotNone(two.run_once(mock.sentinel.ctx))
-        self.assertIsNone(one.run_once(mock.sentinel.ctx))
+        one.clock.now += 1
+        self.assertIsNotNone(one.run_once(mock.sentinel.ctx))
+        self.assertIsNone(two.run_once(mock.sentinel.ctx))
         self.assertEqual(6, len(self.verified))
         self.assertEqual(2, self.purge.call_count)
         row = reconcile.read(self.a)
         self.assertIsNone(row['holder'])
-        self.assertEqual('two', row['last_holder'])
-        self.assertEqual(self.clock.now + INTERVAL, row['due_at'])
+        self.assertEqual(one.lease.name, row['timer'])
+        self.assertEqual('%s/%d' % (socket.gethostname(), one.lease.pid),
+                         row['last_holder'])
         self.assertEqual(
             {'cell': 'cell1', 'checked': 10, 'drift': 2, 'missing': 1,
              'stale': 0, 'extra': 1, 'fixed': 2},
             row['last_result']['cells'][1])
-        self.assertIn('nova_ext index reconcile pass by one in 0.0 s: '
-                      'drift 4, fixed 4; cell0 drift 0 fixed 0 of 10, '
+        self.assertIn('drift 4, fixed 4; cell0 drift 0 fixed 0 of 10, '
                       'cell1 drift 2 fixed 2 of 10, cell2 drift 2 fixed 2 '
                       'of 10, 3 tombstones purged', self.log.output)
 
-    def test_dead_holder_hands_over_when_its_lease_expires(self):
-        self.assertTrue(reconcile.acquire(self.b, 'dead',
-                                          now=self.clock.now, ttl=120))
-        heir = self.reconciler('heir', ttl=120)
-        self.clock.now += 119
+    def test_others_go_on_if_the_timer_stops_passing(self):
+        one, two = self.reconciler(), self.reconciler()
+        one.run_once(mock.sentinel.ctx)
+        self.assertIsNone(two.run_once(mock.sentinel.ctx))
+        # one lives on but its loop does not run passes any more.
+        two.clock.now += 2 * INTERVAL - 1
+        self.assertIsNone(two.run_once(mock.sentinel.ctx))
+        two.clock.now += 1
+        self.assertIsNotNone(two.run_once(mock.sentinel.ctx))
+
+    def test_a_gone_timer_hands_over_at_once(self):
+        one, two = self.reconciler(), self.reconciler()
+        one.run_once(mock.sentinel.ctx)
+        self.assertIsNone(two.run_once(mock.sentinel.ctx))
+        self.dies(one.lease.name)
+        self.assertIsNotNone(two.run_once(mock.sentinel.ctx))
+        self.assertEqual(two.lease.name, reconcile.read(self.a)['timer'])
+
+    def test_a_holder_that_died_in_its_pass_hands_over(self):
+        dead = self.holder('dead')
+        self.assertTrue(reconcile.acquire(self.b, dead, 0))
+        heir = self.reconciler()
+        heir.clock.now += 10 * INTERVAL
         self.assertIsNone(heir.run_once(mock.sentinel.ctx))
-        self.clock.now += 1
+        self.dies(dead)
         self.assertIsNotNone(heir.run_once(mock.sentinel.ctx))
-        self.assertEqual('heir', reconcile.read(self.a)['last_holder'])
+        self.assertEqual(heir.lease.name, reconcile.read(self.a)['timer'])
 
     def test_a_failing_cell_does_not_stop_the_others(self):
         self.reports['cell1'] = RuntimeError('cell1 is down')
         self.purge.side_effect = RuntimeError('index busy')
-        done = self.reconciler('one').run_once(mock.sentinel.ctx)
+        one = self.reconciler()
+        done = one.run_once(mock.sentinel.ctx)
         self.assertEqual(['cell0', 'cell1', 'cell2'], self.verified)
         self.assertEqual(['cell1'], done.failed)
         self.assertEqual(2, done.drift)
         self.assertIn('cell1 FAILED, purge FAILED', self.log.output)
         self.assertIn('cell1 is down', self.log.output)
         # The pass finished: the failed cell waits for the next one.
-        self.assertEqual(self.clock.now + INTERVAL,
-                         reconcile.read(self.a)['due_at'])
+        self.assertEqual(one.lease.name, reconcile.read(self.a)['timer'])
+        self.assertIsNone(one.run_once(mock.sentinel.ctx))
 
     def test_stopped_pass_hands_over_at_once(self):
-        one = self.reconciler('one')
+        one = self.reconciler()
 
         def stop_during_first(ctx, conf, cell, fix):
             one.stop(timeout=0)
@@ -221,23 +278,26 @@ class TestReconciler(LeaseTestCase):
         self.assertFalse(self.purge.called)
         # Not recorded as a pass, and still due: the next indexer goes on.
         self.assertIsNone(reconcile.read(self.a)['last_result'])
-        self.assertIsNotNone(self.reconciler('two').run_once(
+        self.assertIsNotNone(self.reconciler().run_once(
             mock.sentinel.ctx))
 
     def test_lost_lease_stops_the_pass(self):
-        slow = self.reconciler('slow', ttl=0.3, clock=time.time)
+        self.flags(holder_heartbeat_interval=0.1, group='nova_ext_index')
+        slow = self.reconciler()
+        other = self.holder('other')
 
         def taken_over(ctx, conf, cell, fix):
-            # slow stalls past its lease; another indexer takes it.
-            with self.b.begin() as conn:
-                conn.execute(sa.update(reconcile.LEASES).values(
-                    holder='other'))
+            # slow stalls past holder_timeout and is taken for dead;
+            # another indexer takes the lease.
+            self.dies(slow.lease.name)
+            self.assertTrue(reconcile.acquire(self.b, other, 0))
             time.sleep(0.5)
             return self._verify(ctx, conf, cell, fix)
         verify.verify_cell.side_effect = taken_over
         done = slow.run_once(mock.sentinel.ctx)
         self.assertTrue(done.interrupted)
         self.assertEqual(['cell0'], self.verified)
+        self.assertIn('taken for dead', self.log.output)
         self.assertIn('lost its lease', self.log.output)
         self.assertEqual('other', reconcile.read(self.a)['holder'])
 
@@ -245,7 +305,7 @@ class TestReconciler(LeaseTestCase):
         self.flags(reconcile_interval=1, group='nova_ext_index')
         sync.cells.side_effect = [RuntimeError('API database away'),
                                   self.cells, self.cells, self.cells]
-        looping = self.reconciler('loop', clock=time.time)
+        looping = self.reconciler(clock=time.monotonic)
         looping.start()
         self.addCleanup(looping.stop)
         deadline = time.monotonic() + 20
@@ -260,25 +320,34 @@ class TestReconciler(LeaseTestCase):
                       self.log.output)
 
 
-class TestStatusLine(index_base.IndexDBTestCase):
+class TestStatusLine(LeaseTestCase):
 
     def test_lines(self):
         self.assertEqual('no pass finished yet',
                          status._reconcile_line(None))
         engine = self.engine
-        reconcile.acquire(engine, 'h:1', now=100.0)
-        self.assertEqual('no pass finished yet; running on h:1',
-                         status._reconcile_line(reconcile.read(engine),
-                                                now=101.0))
-        done = reconcile.Pass('h:1', 100.0)
+        self.holder('h', pid=4)
+        reconcile.acquire(engine, 'h', 0)
+        self.assertEqual('no pass finished yet; running on host/4',
+                         status._reconcile_line(reconcile.read(engine)))
+        done = reconcile.Pass('host/4', 100.0)
         done.finished_at, done.purged = time.time(), 0
         done.add(_report(Cell('cell1'), stale=2))
         done.failed.append('cell2')
-        reconcile.release(engine, 'h:1', due_at=700.0, done=done, now=150.0)
+        reconcile.release(engine, 'h', done)
         self.assertRegex(
-            status._reconcile_line(reconcile.read(engine), now=200.0),
-            r'^last pass \d+ s ago by h:1: drift 2, fixed 2, cells failed: '
-            r'cell2; next due in 500 s$')
+            status._reconcile_line(reconcile.read(engine), 600),
+            r'^last pass \d+ s ago by host/4: drift 2, fixed 2, cells '
+            r'failed: cell2; next 600 s after it, timed by host/4$')
+        self.dies('h')
+        self.assertRegex(
+            status._reconcile_line(reconcile.read(engine), 600),
+            r'; due now \(its timer is gone\)$')
+        self.holder('i', pid=5)
+        reconcile.acquire(engine, 'i', 1)
+        self.dies('i')
+        self.assertRegex(status._reconcile_line(reconcile.read(engine)),
+                         r'; due now$')
 
 
 class TestIndexerWiring(index_base.IndexDBTestCase):
