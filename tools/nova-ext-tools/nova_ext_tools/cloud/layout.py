@@ -36,6 +36,8 @@ API_WORKERS = 4
 
 _OFFSETS = {
     'mariadb': 3306,
+    # The way to the last cell's database (nova_ext_tools.cloud.tcpproxy).
+    'cell_db_proxy': 3307,
     'rabbit': 5672,
     'rabbit_dist': 5673,
     'ovn_nb': 6641,
@@ -66,9 +68,10 @@ class Layout(object):
     def url(self, service, path=''):
         return 'http://%s:%d%s' % (HOST, self.ports[service], path)
 
-    def db_url(self, name):
-        return ('mysql+pymysql://root:%s@%s:%d/%s?charset=utf8'
-                % (PASSWORD, HOST, self.ports['mariadb'], name))
+    def db_url(self, name, user='root', port=None):
+        return ('mysql+pymysql://%s:%s@%s:%d/%s?charset=utf8'
+                % (user, PASSWORD, HOST, port or self.ports['mariadb'],
+                   name))
 
     def rabbit_url(self, vhost):
         return 'rabbit://nova:%s@%s:%d/%s' % (

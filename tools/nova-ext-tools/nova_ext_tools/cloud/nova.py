@@ -33,6 +33,10 @@ INDEX_USER = 'nova_ext_index'
 #: A nova-api of one worker, with nova_ext, whose clock a test sets apart
 #: (start_skewed_api): another host's.
 SKEWED_API = 'nova-api-skewed'
+#: The cell whose database is reached through a forwarder a test can stop
+#: (nova_ext_tools.cloud.tcpproxy): the cell's database server failing.
+PROXIED_CELL = layout.CELLS[-1]
+DB_PROXY = 'db-proxy-' + PROXIED_CELL
 #: libfaketime's thread-safe library (Debian's faketime package), in the
 #: machine's multiarch directory.
 FAKETIME_LIBRARY = '/usr/lib/*/faketime/libfaketimeMT.so.1'
@@ -65,6 +69,23 @@ class Nova(object):
     @property
     def stock_paste(self):
         return os.path.join(self.etc, 'api-paste-stock.ini')
+
+    def cell_db_url(self, cell):
+        port = (self.lay.ports['cell_db_proxy'] if cell == PROXIED_CELL
+                else None)
+        return self.lay.db_url('nova_' + cell, user='nova_' + cell,
+                               port=port)
+
+    def start_db_proxy(self):
+        port = self.lay.ports['cell_db_proxy']
+        self.ps.start(DB_PROXY, [
+            sys.executable, '-m', 'nova_ext_tools.cloud.tcpproxy', str(port),
+            str(self.lay.ports['mariadb'])])
+        procs.wait_for(DB_PROXY, lambda: procs.port_open(port), 30, self.ps,
+                       DB_PROXY)
+
+    def stop_db_proxy(self):
+        self.ps.stop(DB_PROXY)
 
     @property
     def index_url(self):
@@ -100,9 +121,13 @@ class Nova(object):
     def configure(self):
         """Nova's databases, cells and config files: a stock Nova."""
         lay = self.lay
-        for name in ['nova_api', 'nova_cell0'] + [
-                'nova_' + c for c in layout.CELLS]:
+        for name in ['nova_api', 'nova_cell0']:
             self.db.create_database(name)
+        # Each cell's database has a user of its own, whose grants a test
+        # can take away to take the cell down for every process at once.
+        for cell in layout.CELLS:
+            self.db.create_database('nova_' + cell, user='nova_' + cell)
+        self.start_db_proxy()
         for vhost in ['nova', 'notifications', 'neutron'] + list(
                 layout.CELLS):
             self.mq.add_vhost(vhost)
@@ -124,7 +149,7 @@ class Nova(object):
         for cell in layout.CELLS:
             conf = self._common(cell, 'conductor-' + cell,
                                 lay.path('nova-' + cell))
-            conf['database'] = {'connection': lay.db_url('nova_' + cell)}
+            conf['database'] = {'connection': self.cell_db_url(cell)}
             services.write_ini(self.cell_conf(cell), conf)
             host = lay.compute_host(cell)
             conf = self._common(cell, host, lay.path(host))
@@ -139,7 +164,7 @@ class Nova(object):
         for cell in layout.CELLS:
             services.run(manage + [
                 'cell_v2', 'create_cell', '--name', cell,
-                '--database_connection', lay.db_url('nova_' + cell),
+                '--database_connection', self.cell_db_url(cell),
                 '--transport-url', lay.rabbit_url(cell)])
             services.run([services.venv_bin('nova-manage'), '--config-file',
                           self.cell_conf(cell), 'db', 'sync',

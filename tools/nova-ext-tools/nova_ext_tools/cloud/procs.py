@@ -164,6 +164,15 @@ def group_members(pgid):
     return members
 
 
+def alive(pid):
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
 def _reap():
     try:
         while os.waitpid(-1, os.WNOHANG)[0]:

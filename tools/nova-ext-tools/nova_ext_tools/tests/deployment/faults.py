@@ -34,6 +34,8 @@ class Faults(object):
         self.revoke_seconds = revoke_seconds
         self._grants_back_at = None
         self.done = []
+        #: Pids killed with SIGKILL.
+        self.killed = []
 
     def names(self):
         return ['kill_cell_conductor', 'kill_api_worker',
@@ -56,6 +58,8 @@ class Faults(object):
 
     def kill_cell_conductor(self):
         name = 'nova-conductor-' + layout.CELLS[0]
+        master = self.cloud.ps.pid(name)
+        self.killed.extend(procs.group_members(master))
         self.cloud.ps.signal(name, signal.SIGKILL)
         self.cloud.nova.restart(name)
 
@@ -64,6 +68,7 @@ class Faults(object):
         # another, as in production.
         master = self.cloud.ps.pid('nova-api')
         workers = [p for p in procs.group_members(master) if p != master]
+        self.killed.append(sorted(workers)[0])
         os.kill(sorted(workers)[0], signal.SIGKILL)
 
     def revoke_index_grants(self):
@@ -77,6 +82,34 @@ class Faults(object):
 
     def restart_mariadb(self):
         self.cloud.db.restart()
+
+    def take_cell_down(self, cell):
+        """Cell ``cell``'s database refuses every Nova process at once.
+
+        Its user loses its grants and its open connections are killed, so
+        that no process's pool keeps a connection that still works.
+        """
+        user = 'nova_' + cell
+        self.cloud.db.sql("REVOKE ALL PRIVILEGES ON `nova_%s`.* FROM "
+                          "'%s'@'127.0.0.1'" % (cell, user))
+        for line in self.cloud.db.sql(
+                "SELECT id FROM information_schema.processlist WHERE "
+                "user = '%s'" % user).split()[1:]:
+            try:
+                self.cloud.db.sql('KILL CONNECTION %d' % int(line))
+            except procs.CloudError:
+                pass    # it closed meanwhile
+
+    def bring_cell_up(self, cell):
+        self.cloud.db.sql("GRANT ALL ON `nova_%s`.* TO 'nova_%s'@'127.0.0.1'"
+                          % (cell, cell))
+
+    def holders(self):
+        """``{pid: host}`` of every holder row of the index."""
+        rows = self.cloud.db.sql(
+            'SELECT pid, host FROM nova_ext_index_holders', 'nova_ext_index')
+        return {int(pid): host for pid, host in (
+            line.split('\t') for line in rows.splitlines()[1:])}
 
     def restart_rabbitmq(self):
         self.cloud.mq.restart()

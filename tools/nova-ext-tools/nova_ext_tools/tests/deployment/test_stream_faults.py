@@ -19,14 +19,17 @@ A cell conductor and a nova-api worker killed with SIGKILL, the index
 database user without its grants for 30 s, MariaDB restarted, RabbitMQ
 restarted: lists stay Nova's answers throughout (no 500 of nova_ext's
 own: a status the stock nova-api did not give is a difference), and
-afterwards the index has lost nothing (``nova-ext-manage index verify``).
+afterwards the index has lost nothing (``nova-ext-manage index verify``)
+and no killed process is left a holder of the index's marks.
 ``NOVA_EXT_FAULT_ACTIONS`` sets the stream's length.
 """
 
 import time
 
+from nova_ext_tools.cloud import procs
 from nova_ext_tools.tests.deployment import base
 from nova_ext_tools.tests.deployment import faults
+from nova_ext_tools.tests.deployment import stream
 from nova_ext_tools.tests.deployment import test_stream
 
 
@@ -58,6 +61,20 @@ class TestFaults(base.CloudTestCase):
                 break
             time.sleep(5)
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        # Processes killed with SIGKILL left their holder rows; watching
+        # nova-apis and indexers release them by their beats.
+        lister = stream.Lister(self.connect(), self.connect(stock=True))
+        deadline = time.monotonic() + 120
+        while True:
+            dead = {pid: host for pid, host in injected.holders().items()
+                    if not procs.alive(pid)}
+            if not dead or time.monotonic() > deadline:
+                break
+            lister.compare('/servers?all_tenants=1', 'latest')
+            time.sleep(2)
+        self.assertEqual({}, dead, 'holder rows of dead processes')
+        print('holders after the faults: %s (killed: %s)'
+              % (sorted(injected.holders()), injected.killed))
         # What operators are told after the faults: whether nova-api lists
         # from the index, by the rules it applies to each list.
         done = self.cloud.ext.command('nova-ext-manage', 'index', 'status',
