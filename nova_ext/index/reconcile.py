@@ -313,8 +313,8 @@ class Reconciler(object):
         holders.get_watch(self.conf).settle(engine)
         name = self.lease.ensure(engine)
         row = read(engine)
-        if not self.due(row, name) or not acquire(
-                engine, name, row['generation'] if row else 0):
+        generation = row['generation'] if row else 0
+        if not self.due(row, name) or not acquire(engine, name, generation):
             return None
         self._lost.clear()
         # Wall-clock times, for operators to read; nothing compares them.
@@ -338,8 +338,7 @@ class Reconciler(object):
                             'during the pass', done.holder)
             # The next pass is an interval from now by this clock, which
             # also times it for the row just given back.
-            self._seen = ((row['generation'] if row else 0) + 1,
-                          self.clock())
+            self._seen = (generation + 1, self.clock())
         self.passes += 1
         LOG.info('nova_ext index reconcile pass by %s in %.1f s: drift %d, '
                  'fixed %d; %s', done.holder, self.clock() - started,
@@ -369,7 +368,7 @@ class Reconciler(object):
 
     def _check(self, name):
         try:
-            held = holds(self.engine, name) and self.lease.name == name
+            held = self.lease.current(name) and holds(self.engine, name)
         except Exception as e:
             # The holder's heartbeat, not this check, keeps the lease.
             LOG.warning('nova_ext index reconcile could not check its '

@@ -87,18 +87,7 @@ class Processes(object):
 
     def running(self, name):
         pid = self.pid(name)
-        if pid is None:
-            return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        # A child of ours that exited stays a zombie until reaped.
-        try:
-            with open('/proc/%d/stat' % pid) as f:
-                return f.read().split(')')[-1].split()[0] != 'Z'
-        except OSError:
-            return False
+        return pid is not None and alive(pid)
 
     def signal(self, name, signum, group=True):
         pid = self.pid(name)
@@ -165,7 +154,10 @@ def group_members(pgid):
 
 
 def alive(pid):
-    """Whether process ``pid`` runs (a zombie does not)."""
+    """Whether process ``pid`` runs.
+
+    A child of ours that exited stays a zombie until reaped: it does not.
+    """
     try:
         with open('/proc/%d/stat' % pid) as f:
             return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
