@@ -64,7 +64,9 @@ def get_marker(conf):
     """This process's :class:`Marker`, started on first use.
 
     Its commits wake this process's index worker only where the in-process
-    consumer runs; a process that only captures its writes (a conductor)
+    consumer runs and the marks can be applied: a process that only
+    captures its writes (a conductor), or that cannot find which cell holds
+    an instance (a cell conductor or a compute, without the API database),
     leaves the marks to the indexer and to the list requests.
     """
     global _MARKER
@@ -73,10 +75,16 @@ def get_marker(conf):
         # record.
         if _MARKER is None or not _MARKER.alive:
             wake = None
-            if 'index' in conf.nova_ext_notifications.consumers:
+            if applies_marks(conf):
                 wake = lambda: get_worker(conf).wake()  # noqa: E731
             _MARKER = marker.Marker(conf, wake=wake)
         return _MARKER
+
+
+def applies_marks(conf):
+    """Whether this process's worker applies the marks it records."""
+    return ('index' in conf.nova_ext_notifications.consumers and
+            bool(conf.api_database.connection))
 
 
 def held():

@@ -16,6 +16,7 @@ they are, deleted rows included: the index must answer ``deleted=True`` and
 ``changes-since`` queries exactly as the cells do.
 """
 
+import hashlib
 import time
 
 from nova.db.main import api as main_db_api
@@ -215,41 +216,40 @@ def versions_after(cctxt, after_id, limit):
 def fingerprints(execute, uuids):
     """``{uuid: fingerprint}``: what verify compares between cell and index.
 
-    Not every change bumps ``instances.updated_at`` (tags have no
-    timestamps, metadata and the network info cache have their own), so a
-    fingerprint covers the instance row and a summary of each related
-    table. ``execute`` is a Session's or a Connection's ``execute``; the
-    cell and the index have the same tables.
+    A digest of the content of the instance row and of its rows in each
+    related table: their timestamps do not tell two versions apart (tags
+    have none, and two changes within a second carry the same stamp on
+    MySQL, whose DATETIME has no fraction), and the index's own ids of
+    the rows are not the cell's. ``execute`` is a Session's or a
+    Connection's ``execute``; the cell and the index have the same tables.
     """
     uuids = list(uuids)
     prints = {}
-    for row in execute(sa.select(INSTANCES.c.uuid, INSTANCES.c.updated_at,
-                                 INSTANCES.c.deleted != 0).where(
+    columns = [c for c in INSTANCES.c if c.name not in ('id', 'deleted')]
+    for row in execute(sa.select(INSTANCES.c.uuid, INSTANCES.c.deleted != 0,
+                                 *columns).where(
             INSTANCES.c.uuid.in_(uuids))):
-        prints[row[0]] = [row[1], bool(row[2])]
+        prints[row[0]] = [bool(row[1]), _digest([tuple(row[2:])])]
     for table, key in CHILDREN:
-        if table.name == 'tags':
-            tags = {}
-            for row in execute(sa.select(table.c.resource_id, table.c.tag)
-                               .where(table.c.resource_id.in_(uuids))):
-                tags.setdefault(row[0], []).append(row[1])
-            for uuid, fp in prints.items():
-                fp.append(tuple(sorted(tags.get(uuid, ()))))
-            continue
-        summary = {row[0]: tuple(row[1:]) for row in execute(
-            sa.select(table.c[key], sa.func.count(),
-                      sa.func.max(table.c.created_at),
-                      sa.func.max(table.c.updated_at),
-                      sa.func.max(table.c.deleted_at))
-            .where(table.c[key].in_(uuids)).group_by(table.c[key]))}
+        rows = {}
+        for row in execute(sa.select(
+                table.c[key], *[c for c in table.c if c.name != 'id'])
+                .where(table.c[key].in_(uuids))):
+            rows.setdefault(row[0], []).append(tuple(row[1:]))
         for uuid, fp in prints.items():
-            fp.append(summary.get(uuid))
+            fp.append(_digest(rows.get(uuid, ())))
     groups = {row[0]: row[1] for row in execute(
         sa.select(SG_ASSOCIATIONS.c.instance_uuid, sa.func.count())
         .where(SG_ASSOCIATIONS.c.instance_uuid.in_(uuids))
         .group_by(SG_ASSOCIATIONS.c.instance_uuid))}
     return {uuid: tuple(fp) + (groups.get(uuid, 0),)
             for uuid, fp in prints.items()}
+
+
+def _digest(rows):
+    """The same for the same rows in any order, on any backend."""
+    return hashlib.blake2b(repr(sorted(map(repr, rows))).encode(),
+                           digest_size=16).hexdigest()
 
 
 def cell_fingerprints(cctxt, uuids):

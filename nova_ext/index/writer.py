@@ -27,6 +27,7 @@ rows changed replaces those tables' rows only.
 """
 
 import collections
+import functools
 import hashlib
 
 import sqlalchemy as sa
@@ -100,7 +101,14 @@ def _changed(held, new):
 
 
 def _book(conn, uuids):
-    rows = conn.execute(sa.select(BOOK).where(BOOK.c.uuid.in_(uuids)))
+    # Locked until this transaction ends: on MySQL and PostgreSQL another
+    # writer of the same instances waits here, then finds what this one
+    # wrote, whose ticket may make its own read stale. Without the lock,
+    # both would decide on the book as it was, and the older read's
+    # changed columns could land over the newer read's row. (SQLite's
+    # writers hold its one write lock from their first statement.)
+    rows = conn.execute(sa.select(BOOK).where(BOOK.c.uuid.in_(uuids))
+                        .with_for_update())
     return {row.uuid: row for row in rows}
 
 
@@ -238,8 +246,11 @@ def _update_instances(conn, writes):
     if not writes:
         return
     table = source.INSTANCES
+    # A locking read sees the latest committed rows, whatever snapshot
+    # the transaction's first read took (MySQL's repeatable read).
     held = {row.uuid: row._mapping for row in conn.execute(
-        sa.select(table).where(table.c.uuid.in_([w.uuid for w in writes])))}
+        sa.select(table).where(table.c.uuid.in_([w.uuid for w in writes]))
+        .with_for_update())}
     by_columns, lost = collections.defaultdict(list), []
     for w in writes:
         new = _instance(w.read.instances[w.uuid], w.read.cell_id)
@@ -295,44 +306,49 @@ def apply_reads(engine, reads, rewrite=False):
         differ from their cell's.
     :returns: an :class:`Outcome` of uuid lists, over every read.
     """
+    # Run again if it loses a race: a deadlock between writers that lock
+    # the book, or two that both found an instance new.
+    return db.write(engine, functools.partial(_apply_reads, reads, rewrite))
+
+
+def _apply_reads(reads, rewrite, conn):
     out = Outcome([], [], [], [], [])
-    with db.begin_write(engine) as conn:
-        book = _book(conn, [u for _read, uuids in reads for u in uuids])
-        replace, patch, remove, same = [], [], [], []
-        for read, uuids in reads:
-            for uuid in uuids:
-                row, held = read.instances.get(uuid), book.get(uuid)
-                if row is None:
-                    if held is not None and held.cell_uuid == read.cell_uuid:
-                        remove.append(uuid)
-                    else:
-                        out.missing.append(uuid)
-                    continue
-                if held is not None and held.cell_uuid != read.cell_uuid:
-                    if row['hidden']:
-                        # A cross-cell move leaves a hidden copy behind;
-                        # the visible copy in the other cell is the
-                        # instance.
-                        out.hidden.append(uuid)
-                        continue
-                    # Its index id is of its cell: every row is written.
-                    held = None
-                elif held is not None and _is_stale(held, read):
-                    out.stale.append(uuid)
-                    continue
-                write = Write(read, uuid, PARTS, digest(read, uuid))
-                parts = (PARTS if rewrite or held is None
-                         else _changed(held, write.digest))
-                if not parts:
-                    same.append((read, uuid))
-                elif parts == PARTS:
-                    replace.append(write)
+    book = _book(conn, [u for _read, uuids in reads for u in uuids])
+    replace, patch, remove, same = [], [], [], []
+    for read, uuids in reads:
+        for uuid in uuids:
+            row, held = read.instances.get(uuid), book.get(uuid)
+            if row is None:
+                if held is not None and held.cell_uuid == read.cell_uuid:
+                    remove.append(uuid)
                 else:
-                    patch.append(write._replace(parts=parts))
-        _replace(conn, replace, remove)
-        _patch(conn, patch)
-        _touch(conn, same)
-        out.removed.extend(remove)
-        out.written.extend(w.uuid for w in replace + patch)
-        out.written.extend(uuid for _read, uuid in same)
+                    out.missing.append(uuid)
+                continue
+            if held is not None and held.cell_uuid != read.cell_uuid:
+                if row['hidden']:
+                    # A cross-cell move leaves a hidden copy behind;
+                    # the visible copy in the other cell is the
+                    # instance.
+                    out.hidden.append(uuid)
+                    continue
+                # Its index id is of its cell: every row is written.
+                held = None
+            elif held is not None and _is_stale(held, read):
+                out.stale.append(uuid)
+                continue
+            write = Write(read, uuid, PARTS, digest(read, uuid))
+            parts = (PARTS if rewrite or held is None
+                     else _changed(held, write.digest))
+            if not parts:
+                same.append((read, uuid))
+            elif parts == PARTS:
+                replace.append(write)
+            else:
+                patch.append(write._replace(parts=parts))
+    _replace(conn, replace, remove)
+    _patch(conn, patch)
+    _touch(conn, same)
+    out.removed.extend(remove)
+    out.written.extend(w.uuid for w in replace + patch)
+    out.written.extend(uuid for _read, uuid in same)
     return out

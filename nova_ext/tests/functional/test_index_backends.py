@@ -49,6 +49,7 @@ reason to skip.
 """
 
 import datetime
+import threading
 import time
 from unittest import mock
 import urllib.parse
@@ -72,6 +73,7 @@ from nova_ext.index import pending
 from nova_ext.index import sequence
 from nova_ext.index import service_changes
 from nova_ext.index import source
+from nova_ext.index import writer
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_locks
@@ -246,6 +248,54 @@ class _Schema(_OnServer):
         # writer's, which no reader could have taken before.
         self.assertEqual(2, sequence.ticket(self.index.engine))
         self.assertIn(got[0].seq, (1, 2))
+
+    def test_writers_racing_for_one_instance(self):
+        # Two processes apply reads of one instance at once: the later read
+        # (the higher ticket) is applied while the earlier one is between
+        # reading the book and writing. The index must end with the later
+        # read's row whole, not the earlier read's changed columns over it
+        # (vm_state active from one read, task_state networking from the
+        # other: a state the cell never had).
+        engine = self.index.engine
+        cell = mock.Mock(uuid='cell', id=1)
+        server = str(uuid.uuid4())
+        at = datetime.datetime(2026, 11, 29, 0, 20, 40)
+
+        def read(ticket, vm_state, task_state):
+            r = source.CellRead(cell, float(ticket), ticket)
+            r.instances[server] = {
+                'id': 1, 'uuid': server, 'deleted': 0, 'hidden': False,
+                'vm_state': vm_state, 'task_state': task_state,
+                'updated_at': at, 'deleted_at': None}
+            return r
+        writer.apply(engine, read(1, 'building', 'scheduling'), [server])
+        other = sa.create_engine(engine.url)
+        self.addCleanup(other.dispose)
+        later = threading.Thread(target=writer.apply, args=(
+            other, read(3, 'active', None), [server]))
+        real = writer._book
+
+        def book_then_race(conn, uuids):
+            held = real(conn, uuids)
+            if conn.engine is engine and not later.is_alive():
+                later.start()
+                # Where the book is locked, the later writer waits for
+                # this transaction; else it commits now.
+                later.join(2)
+            return held
+        self.useFixture(fixtures.MockPatchObject(
+            writer, '_book', side_effect=book_then_race))
+        writer.apply(engine, read(2, 'building', 'networking'), [server])
+        later.join(60)
+        self.assertFalse(later.is_alive())
+        c, book = source.INSTANCES.c, writer.BOOK.c
+        with engine.connect() as conn:
+            row = conn.execute(sa.select(c.vm_state, c.task_state).where(
+                c.uuid == server)).one()
+            ticket = conn.execute(sa.select(book.ticket).where(
+                book.uuid == server)).scalar()
+        self.assertEqual(('active', None), tuple(row))
+        self.assertEqual(3, ticket)
 
     def test_the_sequence_orders_what_is_committed(self):
         engine = self.index.engine

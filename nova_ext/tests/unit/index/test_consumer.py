@@ -39,6 +39,7 @@ class TestIndexConsumer(index_base.MarkerTestCase):
         self.flags(notification_batch_timeout=10.0, group='nova_ext_index')
         # As loaded: the consumer runs where it is configured.
         self.flags(consumers=['index'], group='nova_ext_notifications')
+        self.flags(connection='sqlite://', group='api_database')
         self.addCleanup(dispatcher.reset)
         dispatcher.reset()
         self.worker = mock.Mock()
@@ -51,6 +52,14 @@ class TestIndexConsumer(index_base.MarkerTestCase):
         consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
         self.assertEqual(['a'], list(self.marked()))
         self.worker.wake.assert_called_once_with()
+
+    def test_no_worker_without_the_api_database(self):
+        # A cell conductor or a compute cannot locate the instances it
+        # marks: it records them and leaves them to the indexer.
+        self.flags(connection=None, group='api_database')
+        consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
+        self.assertEqual(['a'], list(self.marked()))
+        self.worker.wake.assert_not_called()
 
     def test_goes_on_when_notifications_follow(self):
         self.useFixture(fixtures.MockPatchObject(

@@ -49,6 +49,25 @@ class CloudTestCase(unittest.TestCase):
         self.addCleanup(conn.close)
         return conn
 
+    def nova_ext_errors(self):
+        """The ERROR lines nova_ext's code logged in the cloud's services.
+
+        Tracebacks are logged a line each: one error counts once.
+        """
+        names = self.cloud.nova.process_names() + [
+            'nova-ext-indexer', 'nova-ext-status-watcher']
+        found = []
+        for name in names:
+            seen = set()
+            for line in self.log_of(name).splitlines():
+                words = line.split(None, 6)
+                if (len(words) > 4 and words[3] == 'ERROR' and
+                        words[4].startswith('nova_ext') and
+                        (words[2], words[1]) not in seen):
+                    seen.add((words[2], words[1]))
+                    found.append('%s: %s' % (name, line))
+        return found
+
     def log_of(self, name):
         with open(self.cloud.ps.log(name), errors='replace') as f:
             return f.read()

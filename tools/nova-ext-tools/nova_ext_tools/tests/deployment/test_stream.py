@@ -142,3 +142,6 @@ class TestChangeStream(base.CloudTestCase):
         share = served_share(self, 'stream', seed, s, counted)
         exact_and_whole(self, seed, s)
         self.assertGreaterEqual(share, 0.9, 'seed %d' % seed)
+        # No fault was made: nova_ext must not have failed anywhere (the
+        # streams after this one make faults).
+        self.assertEqual([], self.nova_ext_errors())
