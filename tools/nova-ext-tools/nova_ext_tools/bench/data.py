@@ -91,7 +91,9 @@ def populate(cloud, servers, projects=None):
         name=name(0), host=nodes[cells[0].name][0]['host'],
         networks='none', api=cloud.admin_api, expected_state='ACTIVE')
     booted = time.monotonic() - started
-    rows = _template_rows(ctxt, cells[0], template['id'])
+    with nova_context.target_cell(ctxt, cells[0]) as cctxt:
+        rows = template_rows(main_db.get_engine(context=cctxt),
+                             api_db.get_engine(), template['id'])
     started = time.monotonic()
     per_cell = {cells[0].name: 1}
     per_project = {rows[INSTANCES][0]['project_id']: 1}
@@ -99,11 +101,13 @@ def populate(cloud, servers, projects=None):
         indexes = [i for i in range(1, servers)
                    if i % len(cells) == position]
         cell_nodes = nodes[cell.name]
-        clones = [_clone(rows, i, cell, cell_nodes[n % len(cell_nodes)],
-                         project_of(i, len(cells), projects)
-                         if projects else None)
+        clones = [clone_rows(rows, i, cell, cell_nodes[n % len(cell_nodes)],
+                             project_of(i, len(cells), projects)
+                             if projects else None)
                   for n, i in enumerate(indexes)]
-        _insert(ctxt, cell, clones)
+        with nova_context.target_cell(ctxt, cell) as cctxt:
+            insert_rows(main_db.get_engine(context=cctxt),
+                        api_db.get_engine(), clones)
         per_cell[cell.name] = per_cell.get(cell.name, 0) + len(clones)
         for clone in clones:
             owner = clone[INSTANCES][0]['project_id']
@@ -155,16 +159,16 @@ def _nodes(ctxt, cell):
             ).mappings()]
 
 
-def _template_rows(ctxt, cell, instance_uuid):
+def template_rows(cell_engine, api_engine, instance_uuid):
+    """A server's rows, by table, in its cell and the API database."""
     rows = {}
-    with nova_context.target_cell(ctxt, cell) as cctxt:
-        with main_db.get_engine(context=cctxt).connect() as conn:
-            rows[INSTANCES] = _select(conn, INSTANCES, INSTANCES.c.uuid,
-                                      instance_uuid)
-            for table in CELL_TABLES:
-                rows[table] = _select(conn, table, table.c.instance_uuid,
-                                      instance_uuid)
-    with api_db.get_engine().connect() as conn:
+    with cell_engine.connect() as conn:
+        rows[INSTANCES] = _select(conn, INSTANCES, INSTANCES.c.uuid,
+                                  instance_uuid)
+        for table in CELL_TABLES:
+            rows[table] = _select(conn, table, table.c.instance_uuid,
+                                  instance_uuid)
+    with api_engine.connect() as conn:
         for table in (MAPPINGS, SPECS):
             rows[table] = _select(conn, table, table.c.instance_uuid,
                                   instance_uuid)
@@ -176,12 +180,15 @@ def _select(conn, table, column, value):
             conn.execute(sa.select(table).where(column == value)).mappings()]
 
 
-def _clone(template, index, cell, node, project_id=None):
+def clone_rows(template, index, cell, node, project_id=None, label=None):
     """Rows of server ``index``, by table, copied from the template's.
 
     :param project_id: the clone's project; by default the template's.
+    :param label: the clone's name, from which its uuid is made; by
+        default ``name(index)``.
     """
-    instance_uuid = str(uuid.uuid5(NAMESPACE, name(index)))
+    label = label or name(index)
+    instance_uuid = str(uuid.uuid5(NAMESPACE, label))
     when = EPOCH + datetime.timedelta(seconds=index)
     owner = {'project_id': project_id} if project_id else {}
 
@@ -193,18 +200,18 @@ def _clone(template, index, cell, node, project_id=None):
         return row
 
     clone = {INSTANCES: [copy(
-        row, uuid=instance_uuid, display_name=name(index),
-        hostname=name(index), host=node['host'], launched_on=node['host'],
+        row, uuid=instance_uuid, display_name=label,
+        hostname=label, host=node['host'], launched_on=node['host'],
         node=node['hypervisor_hostname'], compute_id=node['id'],
         updated_at=when, launched_at=when,
-        reservation_id='r-%s' % name(index), **owner)
+        reservation_id='r-%s' % label, **owner)
         for row in template[INSTANCES]]}
     for table in CELL_TABLES:
         clone[table] = [copy(row, instance_uuid=instance_uuid)
                         for row in template[table]]
     bdms = clone[main_models.BlockDeviceMapping.__table__]
     for n, row in enumerate(bdms):
-        row['uuid'] = str(uuid.uuid5(NAMESPACE, '%s-bdm%d' % (name(index), n)))
+        row['uuid'] = str(uuid.uuid5(NAMESPACE, '%s-bdm%d' % (label, n)))
     clone[MAPPINGS] = [copy(row, instance_uuid=instance_uuid,
                             cell_id=cell.id, **owner)
                        for row in template[MAPPINGS]]
@@ -222,7 +229,8 @@ def _respec(spec, instance_uuid, project_id=None):
     return jsonutils.dumps(primitive)
 
 
-def _insert(ctxt, cell, clones):
+def insert_rows(cell_engine, api_engine, clones):
+    """Insert clones' rows: the cell's, then the API database's."""
     if not clones:
         return
 
@@ -232,8 +240,7 @@ def _insert(ctxt, cell, clones):
             if rows:
                 conn.execute(table.insert(), rows)
 
-    with nova_context.target_cell(ctxt, cell) as cctxt:
-        with main_db.get_engine(context=cctxt).begin() as conn:
-            insert(conn, (INSTANCES,) + CELL_TABLES)
-    with api_db.get_engine().begin() as conn:
+    with cell_engine.begin() as conn:
+        insert(conn, (INSTANCES,) + CELL_TABLES)
+    with api_engine.begin() as conn:
         insert(conn, (MAPPINGS, SPECS))

@@ -25,7 +25,9 @@ from nova_ext_tools.cloud import services
 
 #: Stopped first: what writes, before what it writes to.
 STOP_ORDER = ('nova-ext-indexer', 'nova-ext-status-watcher', 'nova-api',
-              'nova-api-stock', nova.SKEWED_API, 'nova-scheduler')
+              'nova-api-stock', nova.SKEWED_API, nova.FLOOR_API,
+              nova.PROFILED_API,
+              'nova-scheduler')
 
 
 class Cloud(object):

@@ -49,6 +49,8 @@ _OFFSETS = {
     'nova': 8774,
     'nova_stock': 8775,
     'nova_skewed': 8776,
+    'nova_floor': 8777,
+    'nova_profiled': 8779,
     'metrics': 9101,
 }
 

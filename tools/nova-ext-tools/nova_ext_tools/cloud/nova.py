@@ -21,8 +21,11 @@ with Nova's api-paste.ini unchanged, on the same databases.
 
 import glob
 import os
+import re
 import shutil
 import sys
+
+from nova_ext.api import paste_config
 
 from nova_ext_tools.cloud import layout
 from nova_ext_tools.cloud import procs
@@ -33,6 +36,12 @@ INDEX_USER = 'nova_ext_index'
 #: A nova-api of one worker, with nova_ext, whose clock a test sets apart
 #: (start_skewed_api): another host's.
 SKEWED_API = 'nova-api-skewed'
+#: A nova-api that answers lists from documents it is given
+#: (nova_ext_tools.cloud.floor): the floor ``nova-ext-bench cloud`` measures.
+FLOOR_API = 'nova-api-floor'
+#: nova_ext's nova-api with a stack sampler first in its pipeline
+#: (nova_ext_tools.cloud.sampler): ``nova-ext-bench cloud --profile``.
+PROFILED_API = 'nova-api-profiled'
 #: The cell whose database is reached through a forwarder a test can stop
 #: (nova_ext_tools.cloud.tcpproxy): the cell's database server failing.
 PROXIED_CELL = layout.CELLS[-1]
@@ -153,7 +162,13 @@ class Nova(object):
             services.write_ini(self.cell_conf(cell), conf)
             host = lay.compute_host(cell)
             conf = self._common(cell, host, lay.path(host))
-            conf['DEFAULT']['compute_driver'] = 'fake.FakeDriver'
+            # The fake driver that keeps its node's identity in
+            # <state_path>/compute_id, as a real driver does: FakeDriver
+            # makes a new one at each start, and Nova then refuses to
+            # start a compute that has started before.
+            conf['DEFAULT']['compute_driver'] = (
+                'fake.FakeDriverWithoutFakeNodes')
+            os.makedirs(lay.path(host), exist_ok=True)
             services.write_ini(self.compute_conf(cell), conf)
         manage = [services.venv_bin('nova-manage'), '--config-file',
                   self.conf]
@@ -271,6 +286,42 @@ class Nova(object):
                   self.lay.ports['nova_skewed'], processes=1)
         procs.wait_for(SKEWED_API, lambda: procs.http_up(
             self.lay.url('nova_skewed')), 180, self.ps, SKEWED_API)
+
+    def start_floor_api(self, documents):
+        """Start FLOOR_API, answering from the documents in ``documents``.
+
+        Nova's api-paste.ini with the floor's filter where nova_ext's goes,
+        as many workers as nova-api. Stop it with ``ps.stop(FLOOR_API)``.
+        """
+        with open(self.stock_paste) as f:
+            text = paste_config.enable(f.read())
+        text = text.replace(paste_config.FACTORY, (
+            'paste.filter_factory = nova_ext_tools.cloud.floor:'
+            'filter_factory\ndocuments = %s' % documents))
+        self._extra_api(FLOOR_API, text, 'nova_floor')
+
+    def start_profiled_api(self, output):
+        """Start PROFILED_API: nova_ext's nova-api, its requests sampled.
+
+        Its stacks go to ``output``. Stop it with ``ps.stop(PROFILED_API)``.
+        """
+        with open(self.paste) as f:
+            text = f.read()
+        text = re.sub(r'(?m)^(keystone\s*=\s*)', r'\1sampler ', text)
+        text += ('\n[filter:sampler]\npaste.filter_factory = '
+                 'nova_ext_tools.cloud.sampler:filter_factory\n'
+                 'output = %s\n' % output)
+        self._extra_api(PROFILED_API, text, 'nova_profiled')
+
+    def _extra_api(self, name, paste_text, port):
+        """Start a nova-api of nova.conf with its own api-paste.ini."""
+        paste = os.path.join(self.etc, 'api-paste-%s.ini' % name)
+        with open(paste, 'w') as f:
+            f.write(paste_text)
+        self._api(name, [os.path.basename(paste), 'nova.conf'],
+                  self.lay.ports[port])
+        procs.wait_for(name, lambda: procs.http_up(self.lay.url(port)), 180,
+                       self.ps, name)
 
     def restart_all(self):
         """Restart every Nova process, as after a change of nova.conf."""

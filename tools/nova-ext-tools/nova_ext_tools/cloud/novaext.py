@@ -17,6 +17,7 @@ process of its own, its exit code and output kept for the deployment
 tests.
 """
 
+import re
 import subprocess
 import urllib.request
 
@@ -122,7 +123,26 @@ class NovaExt(object):
         self.command('nova-ext-manage', 'index', 'status')
         self.command('nova-ext-manage', 'index', 'verify')
 
+    def list_counters(self):
+        """{outcome: total} of every nova-api process, from /metrics."""
+        return list_counters(self.metrics())
+
     def metrics(self):
         with urllib.request.urlopen(self.lay.url('metrics', '/metrics'),
                                     timeout=10) as r:
             return r.read().decode()
+
+
+LIST_COUNTER = re.compile(
+    r'^nova_ext_index_api_list_requests_total\{(?P<labels>[^}]*)\}\s+'
+    r'(?P<value>[0-9.e+]+)$', re.M)
+
+
+def list_counters(text):
+    """{outcome: total} of every nova-api process, from /metrics text."""
+    totals = {}
+    for m in LIST_COUNTER.finditer(text):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group('labels')))
+        outcome = labels.get('outcome')
+        totals[outcome] = totals.get(outcome, 0) + float(m.group('value'))
+    return totals

@@ -37,7 +37,11 @@ BENCHMARKS = {
     'ingest': 'nova_ext_tools.bench.ingest',
     'schedule': 'nova_ext_tools.bench.schedule',
     'writes': 'nova_ext_tools.bench.writes',
+    'cloud': 'nova_ext_tools.bench.cloudbench',
 }
+#: Benchmarks of a running real cloud (tox -e cloud): nothing of Nova's
+#: runs in the benchmark's own process.
+REAL_CLOUD = ('cloud',)
 
 
 def _at_least(minimum):
@@ -222,6 +226,54 @@ def _add_writes(subparsers):
     _add_output(parser, 'writes')
 
 
+def _add_cloud(subparsers):
+    parser = subparsers.add_parser(
+        'cloud', help='both nova-apis of the running real cloud (tox -e '
+                      'cloud), under concurrent clients and writes',
+        description='Fill the running real cloud (tox -e cloud) with '
+                    'servers through its API, check that nova_ext answers '
+                    'each query as Nova does, then time the queries '
+                    'through the stock nova-api, nova_ext\'s and a floor '
+                    '(the same pipeline answering a stored page), '
+                    'interleaved, for several numbers of concurrent '
+                    'clients, without and with writes running.')
+    parser.add_argument('--state', default=None,
+                        help='the cloud\'s state directory (default '
+                             '$NOVA_EXT_CLOUD_STATE, else ./.cloud)')
+    parser.add_argument('--per-cell', type=_at_least(1), default=1000,
+                        help='servers in each cell (default 1000)')
+    parser.add_argument('--booted', type=_at_least(1), default=100,
+                        help='of those, servers booted through the API in '
+                             'each cell; the others are clones of their '
+                             'database rows (default 100)')
+    parser.add_argument('--clients', type=_rates, default=[1, 4, 8],
+                        help='comma-separated numbers of concurrent '
+                             'clients (default 1,4,8)')
+    parser.add_argument('--rounds', type=_at_least(1), default=2,
+                        help='rounds of the four interleaved phases per '
+                             'query and number of clients (default 2)')
+    parser.add_argument('--requests', type=_at_least(1), default=5,
+                        help='requests per client in a phase of nova_ext '
+                             'or the floor (default 5)')
+    parser.add_argument('--stock-requests', type=_at_least(1), default=1,
+                        help='requests per client in a stock phase '
+                             '(default 1)')
+    parser.add_argument('--write-rate', type=_seconds, default=2.0,
+                        help='writes per second while writes run '
+                             '(default 2)')
+    parser.add_argument('--write-pool', type=_at_least(1), default=40,
+                        help='servers the writes go to in turn '
+                             '(default 40)')
+    parser.add_argument('--profile', type=int, default=30,
+                        help='seconds for which the stacks of nova_ext\'s '
+                             'nova-api are sampled under one client, after '
+                             'the timings, '
+                             'for a breakdown of its requests by component '
+                             '(detail admin, index admin); 0: none '
+                             '(default 30)')
+    _add_output(parser, 'cloud')
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog='nova-ext-bench', description=__doc__.split('\n')[0])
@@ -232,6 +284,7 @@ def parse_args(argv):
     _add_ingest(subparsers)
     _add_schedule(subparsers)
     _add_writes(subparsers)
+    _add_cloud(subparsers)
     return parser.parse_args(argv)
 
 
@@ -254,6 +307,8 @@ def main(argv=None):
 
 
 def _run(args):
+    if args.benchmark in REAL_CLOUD:
+        return importlib.import_module(BENCHMARKS[args.benchmark]).run(args)
     from nova_ext.tests import functional  # noqa: F401  (Nova's patching)
 
     return importlib.import_module(BENCHMARKS[args.benchmark]).run(args)

@@ -13,16 +13,12 @@
 
 import json
 import os
-import re
 import unittest
 import urllib.request
 
 from nova_ext_tools.cloud import bootstrap
 from nova_ext_tools.cloud import build
-
-LIST_COUNTER = re.compile(
-    r'^nova_ext_index_api_list_requests_total\{(?P<labels>[^}]*)\}\s+'
-    r'(?P<value>[0-9.e+]+)$', re.M)
+from nova_ext_tools.cloud import novaext
 
 
 def state():
@@ -75,12 +71,7 @@ class CloudTestCase(unittest.TestCase):
 
 def list_counters(text):
     """{outcome: total} of every nova-api process, from /metrics."""
-    totals = {}
-    for m in LIST_COUNTER.finditer(text):
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group('labels')))
-        outcome = labels.get('outcome')
-        totals[outcome] = totals.get(outcome, 0) + float(m.group('value'))
-    return totals
+    return novaext.list_counters(text)
 
 
 def metrics(lay):

@@ -1,0 +1,133 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``nova-ext-bench cloud --profile``: where one nova_ext request's time goes.
+
+``nova-api-profiled`` is nova_ext's nova-api (its api-paste.ini, its 4
+uwsgi workers) with a stack sampler first in its pipeline
+(``nova_ext_tools.cloud.sampler``: py-spy samples a uwsgi worker's main
+thread, where requests run, with an empty stack). One client sends the
+query again and again; every 5 ms, the stack of the thread serving it is
+recorded, waits included. Each sample is charged to the first component
+of :data:`COMPONENTS` that its stack is in; the samples of a component
+times the interval, over the requests sent, are its milliseconds per
+request. The sampler's own cost is in every figure: read the shares.
+"""
+
+import glob
+import os
+import shutil
+import tempfile
+import time
+
+from nova_ext_tools.bench import cloudload
+from nova_ext_tools.cloud import nova
+from nova_ext_tools.cloud import sampler
+
+#: (component, what a frame's ``function (file:line)`` contains): a stack
+#: is charged to the component of its innermost frame that holds a marker
+#: (the catch-up, not the index query that calls it); within a frame, the
+#: first component listed.
+COMPONENTS = (
+    ('keystone token validation', ('keystonemiddleware/',)),
+    ('neutron: security groups of the page', (
+        'nova/network/security_group_api.py', 'neutronclient/')),
+    ('catch-up: applying recorded changes', (
+        'nova_ext/instance_list/catch_up.py',)),
+    ('build requests lookup', ('check_build_requests',)),
+    ('render cache and Nova\'s view', (
+        'nova/api/openstack/compute/views/',
+        'nova_ext/instance_list/render/view.py',
+        'nova_ext/instance_list/render/render_cache.py')),
+    ('index query (database)', (
+        'nova_ext/instance_list/index.py', 'nova_ext/instance_list/base.py',
+        'nova_ext/instance_list/serving.py')),
+    ('serialize the body', ('ResponseObject.serialize', 'json/encoder.py',
+                            'oslo_serialization/')),
+    ('Nova\'s controller: validate the request', (
+        'nova_ext/instance_list/render/capture.py',
+        'nova/api/openstack/compute/servers.py')),
+    ('nova_ext: its filter, the page\'s other steps', (
+        'nova_ext/api/', 'nova_ext/entry_points/api.py',
+        'nova_ext/instance_list/handlers.py',
+        'nova_ext/instance_list/render/')),
+)
+OTHER = 'pipeline: uwsgi, paste, webob, policy, the rest'
+#: A frame every sample of a thread serving a request holds.
+REQUEST_FRAME = 'urlmap.py'
+
+
+def classify(stack):
+    """The component a sampled stack (outermost frame first) goes to."""
+    if not any(REQUEST_FRAME in frame for frame in stack):
+        return None
+    for frame in reversed(stack):
+        for name, markers in COMPONENTS:
+            if any(m in frame for m in markers):
+                return name
+    return OTHER
+
+
+def parse(path):
+    """``{component: samples}`` from py-spy's raw (collapsed) output."""
+    counts = {}
+    with open(path) as f:
+        for line in f:
+            stack, _, count = line.rstrip('\n').rpartition(' ')
+            if not stack:
+                continue
+            name = classify(stack.split(';'))
+            if name is not None:
+                counts[name] = counts.get(name, 0) + int(count)
+    return counts
+
+
+def profile(cloud, target, url, seconds=30):
+    """Break down ``target``'s requests for ``url`` through the sampler.
+
+    :param target: a ``cloudload.Target`` of nova_ext's nova-api; its
+        requests go to ``nova-api-profiled`` instead.
+    """
+    output = tempfile.mkdtemp(prefix='nova-ext-profile-')
+    started = not cloud.ps.running(nova.PROFILED_API)
+    if started:
+        cloud.nova.start_profiled_api(output)
+    try:
+        profiled = cloudload.Target(
+            'profiled', cloud.lay.url('nova_profiled', '/v2.1'),
+            target.headers['X-Auth-Token'], {sampler.REQUEST_HEADER: '1'})
+        # Each worker's first request, untimed and not sampled.
+        cloudload.phase(cloudload.Target(
+            'profiled', profiled.endpoint, target.headers['X-Auth-Token']),
+            url, 4, 1)
+        latencies = []
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            latencies += cloudload.phase(profiled, url, 1, 1)['latencies']
+        counts = {}
+        for path in glob.glob(os.path.join(output, 'stacks-*.txt')):
+            for name, n in parse(path).items():
+                counts[name] = counts.get(name, 0) + n
+    finally:
+        if started:
+            cloud.ps.stop(nova.PROFILED_API)
+        shutil.rmtree(output, ignore_errors=True)
+    interval_ms = 5.0
+    total = sum(counts.values()) or 1
+    sent = len(latencies) or 1
+    return {
+        'requests': len(latencies),
+        'p50_ms': cloudload.percentile([x * 1000 for x in latencies], 0.5),
+        'sampled_ms_per_request': round(total * interval_ms / sent, 1),
+        'components': {
+            name: {'ms_per_request': round(n * interval_ms / sent, 1),
+                   'share': round(n / total, 3)}
+            for name, n in sorted(counts.items(), key=lambda i: -i[1])}}

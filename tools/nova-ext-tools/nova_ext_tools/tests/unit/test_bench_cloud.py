@@ -1,0 +1,114 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""nova-ext-bench cloud: its statistics, its breakdown, and the floor."""
+
+import json
+import os
+
+import fixtures
+import webob
+
+from nova_ext.tests.unit import base
+
+from nova_ext_tools.bench import cloudload
+from nova_ext_tools.bench import cloudprofile
+from nova_ext_tools.cloud import floor
+
+
+class TestPercentile(base.TestCase):
+
+    def test_nearest_rank(self):
+        values = list(range(1, 101))
+        self.assertEqual(50, cloudload.percentile(values, 0.5))
+        self.assertEqual(99, cloudload.percentile(values, 0.99))
+        self.assertEqual(7, cloudload.percentile([7], 0.99))
+        # Few samples: the p99 is the slowest.
+        self.assertEqual(9, cloudload.percentile([9, 1, 5], 0.99))
+        self.assertIsNone(cloudload.percentile([], 0.5))
+
+
+class TestBreakdown(base.TestCase):
+
+    REQUEST = 'URLMap.__call__ (nova/api/openstack/urlmap.py:305)'
+
+    def test_innermost_component_wins(self):
+        stack = [self.REQUEST, '__call__ (keystonemiddleware/auth_token/'
+                               '__init__.py:340)',
+                 'respond (nova_ext/instance_list/render/__init__.py:70)',
+                 '_body (nova_ext/instance_list/index.py:223)',
+                 'catch_up (nova_ext/instance_list/catch_up.py:80)',
+                 'read (nova_ext/index/source.py:90)']
+        # The index query calls the catch-up, inside keystonemiddleware's
+        # call of the application: the catch-up is innermost.
+        self.assertEqual('catch-up: applying recorded changes',
+                         cloudprofile.classify(stack))
+
+    def test_threads_not_serving_a_request_are_not_counted(self):
+        self.assertIsNone(cloudprofile.classify(
+            ['_run (nova_ext/index/worker.py:70)']))
+        self.assertEqual(cloudprofile.OTHER, cloudprofile.classify(
+            [self.REQUEST, 'wsgify (webob/dec.py:130)']))
+
+    def test_parse_sums_samples_by_component(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'raw')
+        with open(path, 'w') as f:
+            f.write('%s;auth (keystonemiddleware/auth_token/__init__.py:1)'
+                    ' 3\n' % self.REQUEST)
+            f.write('%s;auth (keystonemiddleware/auth_token/__init__.py:2)'
+                    ' 2\n' % self.REQUEST)
+            f.write('poll (amqp/transport.py:632) 40\n')
+            f.write('%s;dumps (json/encoder.py:200) 5\n' % self.REQUEST)
+        self.assertEqual({'keystone token validation': 5,
+                          'serialize the body': 5}, cloudprofile.parse(path))
+
+
+class TestFloor(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.documents = self.useFixture(fixtures.TempDir()).path
+        self.passed = []
+
+        def application(environ, start_response):
+            self.passed.append(environ['PATH_INFO'])
+            start_response('204 No Content', [])
+            return [b'']
+        self.floor = floor.Floor(application, self.documents)
+        body = json.dumps({'servers': [{'id': 'a', 'name': 'x'}]}).encode()
+        floor.write_document(self.documents, 'index-admin', False, {
+            'Content-Type': 'application/json',
+            'OpenStack-API-Version': 'compute 2.100',
+            'X-Compute-Request-Id': 'req-1'}, body)
+        self.body = body
+
+    def _get(self, **headers):
+        request = webob.Request.blank('/v2.1/servers', headers=headers)
+        return request.get_response(self.floor)
+
+    def test_answers_the_document(self):
+        response = self._get(**{floor.DOCUMENT_HEADER: 'index-admin'})
+        self.assertEqual(200, response.status_int)
+        self.assertEqual(self.body, response.body)
+        self.assertEqual('compute 2.100',
+                         response.headers['OpenStack-API-Version'])
+        # Request ids are the pipeline's own, not the stored page's.
+        self.assertNotIn('X-Compute-Request-Id', response.headers)
+        self.assertEqual([], self.passed)
+
+    def test_answers_an_empty_list(self):
+        response = self._get(**{floor.DOCUMENT_HEADER: 'index-admin',
+                                floor.EMPTY_HEADER: '1'})
+        self.assertEqual({'servers': []}, json.loads(response.body))
+
+    def test_other_requests_go_to_nova(self):
+        self.assertEqual(204, self._get().status_int)
+        self.assertEqual(['/v2.1/servers'], self.passed)
