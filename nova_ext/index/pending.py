@@ -345,13 +345,18 @@ def unmark(engine, taken):
         return
     held = sa.exists().where(HOLDS.c.uuid == PENDING.c.uuid,
                              HOLDERS.c.holder == HOLDS.c.holder)
-    with db.begin_write(engine) as conn:
+
+    def _unmark(conn):
         # One statement, executed for every mark (executemany).
         conn.execute(sa.delete(PENDING).where(
             PENDING.c.uuid == sa.bindparam('taken_uuid'),
             PENDING.c.seq == sa.bindparam('taken_seq'), ~held),
             [{'taken_uuid': uuid, 'taken_seq': seq}
              for uuid, seq in sorted(taken.items())])
+    # On MariaDB two unmarking writers, or one and a writer of holds, can
+    # deadlock on the pending and holds rows: a lost race, run again (the
+    # deletion is conditional, so running it twice changes nothing).
+    db.write(engine, _unmark)
 
 
 def renew(conn, uuids, now):

@@ -50,6 +50,25 @@ class TestPending(index_base.IndexDBTestCase):
         self.assertEqual({'a': 11.0}, self.lasts())
         self.assertEqual(1, pending.count(self.engine))
 
+    def test_unmark_runs_again_after_a_deadlock(self):
+        # MariaDB picks it as a deadlock's victim once: a lost race, not a
+        # failure of the worker.
+        pending.mark(self.engine, [('a', 10.0), ('b', 10.0)])
+        taken = pending.take(self.engine, 10)
+        victims = []
+
+        def deadlock(conn, cursor, statement, *args):
+            if statement.startswith('DELETE FROM nova_ext_index_pending') \
+                    and not victims:
+                victims.append(statement)
+                raise db_exc.DBDeadlock()
+        sa.event.listen(self.engine, 'before_cursor_execute', deadlock)
+        self.addCleanup(sa.event.remove, self.engine,
+                        'before_cursor_execute', deadlock)
+        pending.unmark(self.engine, taken)
+        self.assertEqual(1, len(victims))
+        self.assertEqual({}, self.lasts())
+
     def test_a_renewal_from_a_clock_behind_keeps_the_mark(self):
         # The change after the mark was taken comes from a host whose
         # clock is 5 s behind: its event time is older than the mark's,
