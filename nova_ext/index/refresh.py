@@ -81,8 +81,7 @@ def refresh(ctx, conf, uuids, rewrite=False):
     unmapped = [u for u in uuids
                 if mapped.get(u) is None and u not in failed]
     if unmapped:
-        totals = totals._replace(removed=_again_if_raced(
-            remove, engine, unmapped))
+        totals = totals._replace(removed=remove(engine, unmapped))
     # Taken before any cell is read: see nova_ext.index.sequence.
     ticket = sequence.ticket(engine)
     results = _each_cell(ctx, by_cell,
@@ -104,8 +103,8 @@ def refresh(ctx, conf, uuids, rewrite=False):
         # Every cell's in one index transaction: one commit, and one
         # statement per table, however many cells the instances are in.
         try:
-            totals = _add(totals, _again_if_raced(
-                writer.apply_reads, engine, reads, rewrite))
+            totals = _add(totals, writer.apply_reads(engine, reads,
+                                                     rewrite))
         except _ERRORS as e:
             read_uuids = [u for _read, cell_uuids in reads
                           for u in cell_uuids]
@@ -243,28 +242,19 @@ def _each_cell(ctx, by_cell, read, mappings=None):
         ctx, [cells[c] for c in sorted(cells)], nova_context.CELL_TIMEOUT, run)
 
 
-def _again_if_raced(write, engine, *args):
-    """``write(engine, *args)``, run again if another writer got in first.
-
-    Such a failure is no cell's: counted as failed, the marks would wait
-    for the worker's retry.
-    """
-    for attempt in range(3):
-        try:
-            return write(engine, *args)
-        except (db_exc.DBError, sa.exc.DBAPIError) as e:
-            if attempt == 2 or not db.lost_race(e):
-                raise
-
-
 def remove(engine, uuids):
-    """Drop instances from the index; returns how many it held."""
-    with db.begin_write(engine) as conn:
+    """Drop instances from the index; returns how many it held.
+
+    Run again if another writer got in first: not a failure of any cell,
+    whose marks would wait for the worker's retry.
+    """
+    def _remove(conn):
         held = [r.uuid for r in conn.execute(
             sa.select(writer.BOOK.c.uuid).where(
                 writer.BOOK.c.uuid.in_(list(uuids))))]
         writer.delete_rows(conn, held)
-    return len(held)
+        return len(held)
+    return db.write(engine, _remove)
 
 
 def apply_marks(ctx, conf, taken):

@@ -53,10 +53,6 @@ WORKERS = layout.API_WORKERS
 PUBLISH_SECONDS = 11
 
 
-def _counters(cloud):
-    return cloud.ext.list_counters()
-
-
 class Bench(object):
 
     def __init__(self, args, cloud):
@@ -194,7 +190,7 @@ def run(args):
 
 def _measure(args, cloud, bench, queries):
     time.sleep(PUBLISH_SECONDS)
-    before = _counters(cloud)
+    before = cloud.ext.list_counters()
     checks = {q.name: bench.check(q) for q in queries}
     print('answers: %s' % checks, flush=True)
     if not cloud.ps.running(nova.FLOOR_API):
@@ -250,7 +246,7 @@ def _served(cloud, before, bench):
     """nova_ext's outcomes of the requests sent to it, once published."""
     for _ in range(4):
         time.sleep(PUBLISH_SECONDS)
-        now = _counters(cloud)
+        now = cloud.ext.list_counters()
         delta = {k: int(now.get(k, 0) - before.get(k, 0)) for k in now}
         if sum(delta.values()) >= bench.sent:
             break
