@@ -24,6 +24,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext.entry_points.internals import api_db
+from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import pending
@@ -53,7 +54,7 @@ def _add(totals, outcome):
         missing=totals.missing + len(outcome.missing))
 
 
-def refresh(ctx, conf, uuids, rewrite=False):
+def refresh(ctx, conf, uuids, rewrite=False, answered=None):
     """Make the index hold the current state of the instances ``uuids``.
 
     Each instance is read from the cell its instance mapping names. An
@@ -66,6 +67,11 @@ def refresh(ctx, conf, uuids, rewrite=False):
     cell0 is hard-deleted there, without a delete event).
 
     :param rewrite: as ``writer.apply_reads``.
+    :param answered: None, or a dict to fill with ``{cell uuid: whether it
+        answered}`` for every cell Nova lists: the pass that reads the
+        instances then asks each other cell the trivial query of a list
+        request's check of the cells, and is that check (see
+        :func:`_every_cell`).
     :returns: ``(Totals, failed uuids)``; a cell that cannot be read fails
         its uuids without failing the others.
     """
@@ -84,8 +90,11 @@ def refresh(ctx, conf, uuids, rewrite=False):
         totals = totals._replace(removed=remove(engine, unmapped))
     # Taken before any cell is read: see nova_ext.index.sequence.
     ticket = sequence.ticket(engine)
-    results = _each_cell(ctx, by_cell,
-                         functools.partial(source.read, ticket=ticket))
+    read = functools.partial(source.read, ticket=ticket)
+    if answered is None:
+        results = _each_cell(ctx, by_cell, read)
+    else:
+        results = _every_cell(ctx, conf, by_cell, read, answered)
     reads = []
     for cell_uuid, cell_uuids in sorted(by_cell.items()):
         result = results.get(cell_uuid)
@@ -214,13 +223,27 @@ def _by_cell(mapped):
     return by_cell
 
 
+def _mappings(ctx, cell_uuids):
+    """The cell mappings of ``cell_uuids``, as far as they exist.
+
+    Those Nova's list reads, which this process loaded once
+    (``nova.context.CELLS``): a query of the API database per catch-up
+    would cost more, the more cells there are. A cell mapped since then
+    is looked up.
+    """
+    known = {cell.uuid: cell for cell in nova_cells.all_cells()}
+    if not set(cell_uuids) <= set(known):
+        known = {cell.uuid: cell
+                 for cell in objects.CellMappingList.get_all(ctx)}
+    return {uuid: known[uuid] for uuid in cell_uuids if uuid in known}
+
+
 def _each_cell(ctx, by_cell, read, mappings=None):
     """``read(cctxt, cell, uuids)`` in each cell of ``by_cell``, in parallel.
 
-    As Nova's own list reads its cells. The cell mappings come from one
-    query, where a page's changes span most cells, unless given
-    (``mappings``, every cell's).
+    As Nova's own list reads its cells.
 
+    :param mappings: every cell's mapping, if the caller has them.
     :returns: ``{cell uuid: result}``; a result is the exception a read
         raised, or Nova's sentinel of a cell that did not answer. A cell
         without a mapping has none.
@@ -228,18 +251,64 @@ def _each_cell(ctx, by_cell, read, mappings=None):
     if not by_cell:
         return {}
     if mappings is None:
-        mappings = objects.CellMappingList.get_all(ctx)
-    cells = {cell.uuid: cell for cell in mappings if cell.uuid in by_cell}
+        cells = _mappings(ctx, by_cell)
+    else:
+        cells = {cell.uuid: cell for cell in mappings
+                 if cell.uuid in by_cell}
+    return _scatter(ctx, cells, by_cell, read, nova_context.CELL_TIMEOUT)
 
-    def run(cctxt):
-        cell = cells[cctxt.cell_uuid]
+
+def _every_cell(ctx, conf, by_cell, read, answered):
+    """:func:`_each_cell`, and the trivial query in every other cell.
+
+    A list request asks every cell a trivial query before it reads the
+    index (``nova_ext.instance_list.cellhealth``). A cell read for a
+    catch-up answers as much, so in one pass the cells holding changes
+    are read and only the others are asked: the request queries each cell
+    once, the more cells the more that saves. Within ``query_timeout``,
+    the time a cell has to answer the request's check.
+
+    :param answered: a dict, filled with ``{cell uuid: whether it
+        answered}`` for every cell of the pass.
+    """
+    cells = {cell.uuid: cell for cell in nova_cells.all_cells()}
+    unknown = [uuid for uuid in by_cell if uuid not in cells]
+    if unknown:
+        cells.update(_mappings(ctx, unknown))
+    results = _scatter(ctx, cells, by_cell, read,
+                       conf.nova_ext_index.query_timeout)
+    answered.update(
+        (uuid, not nova_context.is_cell_failure_sentinel(result))
+        for uuid, result in results.items())
+    return results
+
+
+class _Pass(object):
+    """What a pass over cells does in each: a read, or the trivial query.
+
+    Run through a bound method: Nova's DownCellFixture, with which tests
+    take cells down, stubs scatter-gather for those only.
+    """
+
+    def __init__(self, cells, by_cell, read):
+        self.cells = cells
+        self.by_cell = by_cell
+        self.read = read
+
+    def run(self, cctxt):
+        cell = self.cells[cctxt.cell_uuid]
         try:
-            return read(cctxt, cell, by_cell[cell.uuid])
+            if cell.uuid in self.by_cell:
+                return self.read(cctxt, cell, self.by_cell[cell.uuid])
+            return source.answers(cctxt)
         except _ERRORS as e:
             return e
 
+
+def _scatter(ctx, cells, by_cell, read, timeout):
     return nova_context.scatter_gather_cells(
-        ctx, [cells[c] for c in sorted(cells)], nova_context.CELL_TIMEOUT, run)
+        ctx, [cells[c] for c in sorted(cells)], timeout,
+        _Pass(cells, by_cell, read).run)
 
 
 def remove(engine, uuids):
@@ -257,13 +326,14 @@ def remove(engine, uuids):
     return db.write(engine, _remove)
 
 
-def apply_marks(ctx, conf, taken):
+def apply_marks(ctx, conf, taken, answered=None):
     """Re-read the instances of marks taken, then unmark what was applied.
 
     :param taken: ``{uuid: seq}``, as ``pending.take`` gives.
+    :param answered: as for :func:`refresh`.
     :returns: the set of uuids that failed; their marks stay.
     """
-    _totals, failed = refresh(ctx, conf, taken)
+    _totals, failed = refresh(ctx, conf, taken, answered=answered)
     failed = set(failed)
     pending.unmark(db.get_engine(conf), {u: t for u, t in taken.items()
                                          if u not in failed})

@@ -71,12 +71,6 @@ class CellRead(object):
         self.security_groups = {}
 
 
-#: At most this many instances, a read first asks which related tables
-#: hold rows of them (:func:`read_rows`): the probe binds the uuids once
-#: per table, and stays under SQLite's oldest limit of 999 parameters.
-PROBE_MAX = 100
-
-
 def read(cctxt, cell_mapping, uuids, ticket):
     """Read the instances ``uuids`` and their related rows from one cell.
 
@@ -88,28 +82,55 @@ def read(cctxt, cell_mapping, uuids, ticket):
     result = CellRead(cell_mapping, time.time(), ticket)
     if not uuids:
         return result
-    with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
-        read_rows(s.execute, result, uuids)
+    # A Core connection: an ORM Session costs as much again as the few
+    # small statements of a read, and a catch-up reads every changed cell.
+    with main_db_api.get_context_manager(
+            cctxt).reader.connection.using(cctxt) as conn:
+        read_rows(conn.execute, result, uuids)
     return result
 
 
-def _related():
-    return [(table, table.c[key]) for table, key in CHILDREN] + [
-        (SG_ASSOCIATIONS, SG_ASSOCIATIONS.c.instance_uuid)]
+#: The related tables, each with the label of the column of a read's
+#: instances statement that says whether it holds rows of the instance.
+_RELATED = [(table, table.c[key], 'nova_ext_holds_%s' % table.name)
+            for table, key in CHILDREN] + [
+    (SG_ASSOCIATIONS, SG_ASSOCIATIONS.c.instance_uuid,
+     'nova_ext_holds_%s' % SG_ASSOCIATIONS.name)]
+_HELD = {table.name: label for table, _column, label in _RELATED}
 
 
-def _holding(execute, related, uuids):
-    """The names of the ``related`` tables that hold rows of ``uuids``.
+def _uuids_in(column):
+    return column.in_(sa.bindparam('uuids', expanding=True))
 
-    One query instead of one per table: most instances have no rows in
-    most of them (tags, faults, PCI devices, security group associations
-    where Neutron keeps the groups).
+
+def _statements():
+    """The statements of a read, built once.
+
+    Built anew for each read, a statement costs more than running it
+    (coercions, its cache key), and a catch-up reads every changed cell.
+    The instances' statement says, row by row, which related tables hold
+    rows of the instance (one indexed lookup each): only those tables are
+    read then, and only for those instances, where most instances have no
+    rows in most of them (tags, faults, PCI devices, security group
+    associations where Neutron keeps the groups).
     """
-    row = execute(sa.select(*[
-        sa.exists().where(column.in_(uuids)).label('r%d' % n)
-        for n, (_table, column) in enumerate(related)])).one()
-    return {table.name for (table, _column), held in zip(related, row)
-            if held}
+    held = [sa.exists().where(column == INSTANCES.c.uuid).label(label)
+            for _table, column, label in _RELATED]
+    instances = sa.select(INSTANCES, *held).where(
+        _uuids_in(INSTANCES.c.uuid))
+    children = {
+        table.name: sa.select(table).where(_uuids_in(table.c[key])).order_by(
+            table.c.id if 'id' in table.c else table.c.tag)
+        for table, key in CHILDREN}
+    groups = sa.select(SG_ASSOCIATIONS, SECURITY_GROUPS).join(
+        SECURITY_GROUPS,
+        SECURITY_GROUPS.c.id == SG_ASSOCIATIONS.c.security_group_id,
+    ).where(_uuids_in(SG_ASSOCIATIONS.c.instance_uuid)).order_by(
+        SG_ASSOCIATIONS.c.id)
+    return instances, children, groups
+
+
+_INSTANCES, _CHILDREN, _GROUPS = _statements()
 
 
 def read_rows(execute, result, uuids):
@@ -118,42 +139,33 @@ def read_rows(execute, result, uuids):
     :param execute: a Session's or a Connection's ``execute``, in one
         transaction.
     """
-    for row in _rows_of(execute, sa.select(INSTANCES).where(
-            INSTANCES.c.uuid.in_(uuids))):
-        result.instances[row['uuid']] = row
-    related = _related()
-    if not result.instances:
-        # The index holds nothing of instances gone from the cell.
-        holding = set()
-    elif len(uuids) <= PROBE_MAX:
-        holding = _holding(execute, related, uuids)
-    else:
-        holding = {table.name for table, _column in related}
+    holding = {label: [] for label in _HELD.values()}
+    for row in execute(_INSTANCES, {'uuids': list(uuids)}):
+        values = dict(row._mapping)
+        for label, held in holding.items():
+            # Popped: the instance's row is the cell's, column for column.
+            if values.pop(label):
+                held.append(values['uuid'])
+        result.instances[values['uuid']] = values
     for table, key in CHILDREN:
         by_uuid = result.children.setdefault(table.name, {})
-        if table.name not in holding:
+        held = holding[_HELD[table.name]]
+        if not held:
             continue
-        for row in _rows_of(execute, sa.select(table).where(
-                table.c[key].in_(uuids)).order_by(table.c.id
-                                                  if 'id' in table.c
-                                                  else table.c.tag)):
+        for row in _rows_of(execute, _CHILDREN[table.name], held):
             by_uuid.setdefault(row[key], []).append(row)
-    if SG_ASSOCIATIONS.name not in holding:
+    held = holding[_HELD[SG_ASSOCIATIONS.name]]
+    if not held:
         return
-    query = sa.select(SG_ASSOCIATIONS, SECURITY_GROUPS).join(
-        SECURITY_GROUPS,
-        SECURITY_GROUPS.c.id == SG_ASSOCIATIONS.c.security_group_id,
-    ).where(SG_ASSOCIATIONS.c.instance_uuid.in_(uuids)).order_by(
-        SG_ASSOCIATIONS.c.id)
     n = len(SG_ASSOCIATIONS.c)
-    for row in execute(query):
+    for row in execute(_GROUPS, {'uuids': held}):
         assoc, group = _sg_pair(row, n)
         result.security_groups.setdefault(
             assoc['instance_uuid'], []).append((assoc, group))
 
 
-def _rows_of(execute, query):
-    return [dict(row._mapping) for row in execute(query)]
+def _rows_of(execute, query, uuids):
+    return [dict(row._mapping) for row in execute(query, {'uuids': uuids})]
 
 
 def present(cctxt, cell_mapping, uuids):
@@ -161,10 +173,23 @@ def present(cctxt, cell_mapping, uuids):
 
     :param cctxt: a context targeted at ``cell_mapping``.
     """
-    with main_db_api.get_context_manager(cctxt).reader.using(cctxt) as s:
-        return {row[0] for row in s.execute(sa.select(INSTANCES.c.uuid)
-                                            .where(INSTANCES.c.uuid.in_(
-                                                list(uuids))))}
+    with main_db_api.get_context_manager(
+            cctxt).reader.connection.using(cctxt) as conn:
+        return {row[0] for row in conn.execute(sa.select(INSTANCES.c.uuid)
+                                               .where(INSTANCES.c.uuid.in_(
+                                                   list(uuids))))}
+
+
+def answers(cctxt):
+    """True if the cell of ``cctxt`` answers a trivial query; else raises.
+
+    What ``nova_ext.instance_list.cellhealth`` asks each cell, for the
+    cells a catch-up's pass over every cell has nothing to read from.
+    """
+    with main_db_api.get_context_manager(
+            cctxt).reader.connection.using(cctxt) as conn:
+        conn.execute(sa.text('SELECT 1')).all()
+    return True
 
 
 def _sg_pair(row, n):

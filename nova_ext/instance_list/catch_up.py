@@ -48,6 +48,54 @@ def unrecorded():
     return len(held), max(0.0, time.time() - oldest)
 
 
+class CellCheck(object):
+    """A list request's check that every cell answers, made once.
+
+    Nova's list learns that a cell is down from the request's own query of
+    each cell, and so does the index (``cellhealth``). A request that
+    re-reads changed instances from their cells makes its check in the
+    same pass (``refresh.refresh``'s ``answered``): the cells it reads
+    answer by their reads, the others are asked the trivial query, and
+    each cell is queried once. A cell that fails that pass, or any failure
+    before it, has the request make the check of ``cellhealth`` on its
+    own, whose answer (and log of the cells it finds down) is then the
+    request's; so does a request while the last such check found cells
+    down, so that it logs their return.
+    """
+
+    def __init__(self, catch_up, health, ctx):
+        self._catch_up = catch_up
+        self._health = health
+        self._ctx = ctx
+        self.done = False
+
+    def merges(self):
+        """Whether a pass over the cells may be the check."""
+        return not self.done and not self._catch_up.cells_down
+
+    def take(self, answered):
+        """Have a pass over the cells be the check, if every cell answered.
+
+        :param answered: ``{cell uuid: whether it answered}``, as
+            ``refresh.refresh`` fills it; empty if it made no pass.
+        """
+        if answered and all(answered.values()):
+            self.done = True
+            return
+        self.make()
+
+    def make(self):
+        """The check on its own, unless made: raise Unservable if down."""
+        if self.done:
+            return
+        self.done = True
+        down = self._health.down_cells(self._ctx, self._catch_up.conf)
+        self._catch_up.cells_down = bool(down)
+        if down:
+            raise base.Unservable('cells %s are down; Nova lists them its '
+                                  'own way' % ', '.join(down))
+
+
 class CatchUp(object):
     """What a list request does about changes, before and after its query.
 
@@ -58,15 +106,39 @@ class CatchUp(object):
     def __init__(self, conf):
         self.conf = conf
         self._lock = threading.Lock()
+        #: Whether the last check on its own found cells down.
+        self.cells_down = False
 
-    def __call__(self, ctx):
+    def check(self, ctx, health):
+        """The :class:`CellCheck` of a request, with ``cellhealth``'s."""
+        return CellCheck(self, health, ctx)
+
+    def __call__(self, ctx, check=None):
         """Apply every recorded change to the index, or raise Unservable.
 
         A page must never show a server older than a change already
         recorded for it. With more than ``catch_up_limit`` changes
         waiting, with changes this process could not record, or with a
         cell that cannot be read, Nova answers instead.
+
+        :param check: the request's :class:`CellCheck`, made by this call
+            (with the reads of the changes where there are any): a cell
+            down is the reason Nova answers, before any other.
         """
+        if check is not None and not check.merges():
+            # First: a cell that hangs fails the check in query_timeout,
+            # where a read waits for it longer.
+            check.make()
+        try:
+            self._apply(ctx, check)
+        except Exception:
+            if check is not None:
+                check.make()
+            raise
+        if check is not None:
+            check.make()
+
+    def _apply(self, ctx, check):
         count, _ = unrecorded()
         if count:
             raise base.Unservable(rules.unrecorded(count))
@@ -85,7 +157,12 @@ class CatchUp(object):
             too_many = rules.pending(len(taken), limit, at_least=True)
             if too_many:
                 raise base.Unservable(too_many)
-            failed = refresh.apply_marks(ctx, self.conf, taken)
+            answered = {} if check is not None and check.merges() else None
+            failed = refresh.apply_marks(ctx, self.conf, taken,
+                                         answered=answered)
+        if answered is not None:
+            # Down cells, if any, before the instances that failed.
+            check.take(answered)
         if failed:
             raise base.Unservable('%d changed instances could not be read '
                                   'from their cells' % len(failed))

@@ -195,23 +195,28 @@ class IndexDriver(base.RowsDriver):
         less ``services``, which the index cannot hold. Each row is a dict
         with its joins; its ``id`` is the index id (see ``ids``).
 
-        :param catch_up: whether to apply the changes recorded first; not
-            for more rows of a page read a moment ago, which was.
+        :param catch_up: whether this read lists a page: the cells are
+            checked and the changes recorded applied first (``catch_up``).
+            Not for more rows of a page its request listed a moment ago:
+            that request did both, and the rows are the index's.
         """
         index_checks.tombstones(self.conf, filters)
         index_checks.regex_dialect(self.conf, filters)
-        down = self.cells.down_cells(ctx, self.conf)
-        if down:
-            raise base.Unservable('cells %s are down; Nova lists them its '
-                                  'own way' % ', '.join(down))
-        self._check_schema()
-        too_old = rules.unrecorded_lag(self.unrecorded_lag(),
-                                       self.conf.nova_ext_index.max_lag)
-        if too_old:
-            raise base.Unavailable(too_old)
+        check = self.catch_up.check(ctx, self.cells) if catch_up else None
         try:
-            if catch_up:
-                self.catch_up(ctx)
+            self._check_schema()
+            too_old = rules.unrecorded_lag(self.unrecorded_lag(),
+                                           self.conf.nova_ext_index.max_lag)
+            if too_old:
+                raise base.Unavailable(too_old)
+        except base.Unavailable:
+            if check is not None:
+                # A cell down is the reason Nova answers, before any other.
+                check.make()
+            raise
+        try:
+            if check is not None:
+                self.catch_up(ctx, check)
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             self._schema_checked = False
             raise base.Unavailable('index database unreachable: %s' % e)

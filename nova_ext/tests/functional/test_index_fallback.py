@@ -22,6 +22,9 @@ import sqlite3
 import time
 import urllib.parse
 
+from nova import context as nova_context
+from nova.db.main import api as main_db_api
+from nova import objects
 from nova.tests import fixtures as nova_fixtures
 import sqlalchemy as sa
 
@@ -251,6 +254,38 @@ class TestIndexDownCell(test_index_parity.IndexTestCase):
         with nova_fixtures.DownCellFixture(down):
             self.assertEveryAnswer(served=False)
         self.assertEveryAnswer(served=True)
+
+    def rename(self, server, name):
+        """Rename ``server`` in its cell and record the change."""
+        ctx = nova_context.get_admin_context()
+        cell = objects.InstanceMapping.get_by_instance_uuid(
+            ctx, server['id']).cell_mapping
+        with nova_context.target_cell(ctx, cell) as cctx:
+            main_db_api.instance_update(cctx, server['id'],
+                                        {'display_name': name})
+        pending.mark(self.index.engine, [(server['id'], time.time())])
+
+    def test_down_cell_with_changes_waiting(self):
+        # A request that reads changed servers from their cells checks the
+        # cells in the same pass: a cell down is found all the same,
+        # whether it holds the change or not, and the change waits.
+        changed = self._create_server(host='compute1-1', networks='none')
+        self._create_server(host='compute2-1', networks='none')
+        self.sync_index()
+        uri = 'servers/detail?all_tenants=1'
+        for n, down in enumerate(('cell2', 'cell1')):
+            self.rename(changed, 'renamed-%d' % n)
+            with nova_fixtures.DownCellFixture([self.cell_mappings[down]]):
+                before = self.selector.stats.snapshot()
+                self.assertSameAnswer(self.admin_api, uri, served=False)
+                after = self.selector.stats.snapshot()
+                self.assertGreater(after['unservable'], before['unservable'])
+                self.assertIn('are down', after['last_reason'])
+            if down == 'cell1':
+                self.assertEqual(1, pending.count(self.index.engine))
+            got = self.assertSameAnswer(self.admin_api, uri, served=True)
+            self.assertIn('renamed-%d' % n, got.text)
+            self.assertEqual(0, pending.count(self.index.engine))
 
 
 class TestRenderCacheDownCell(test_index_parity._RenderCacheMixin,

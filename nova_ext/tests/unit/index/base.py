@@ -82,7 +82,7 @@ class FailingCellTestCase(IndexDBTestCase):
         self.useFixture(fixtures.MockPatchObject(
             refresh, 'refresh', side_effect=self._refresh))
 
-    def _refresh(self, ctx, conf, uuids):
+    def _refresh(self, ctx, conf, uuids, answered=None):
         self.tried.update(list(uuids))
         return refresh._empty(), sorted(u for u in uuids
                                         if u.startswith('down'))

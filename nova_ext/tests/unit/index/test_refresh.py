@@ -9,17 +9,23 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Applying pending marks, with one cell down."""
+"""Applying pending marks, with one cell down; passes over the cells."""
 
 import time
 from unittest import mock
 
+import fixtures
+from nova import context as nova_context
+from nova import objects
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
+from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.index import db
 from nova_ext.index import pending
 from nova_ext.index import refresh
+from nova_ext.index import source
+from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base
 
 
@@ -70,3 +76,75 @@ class TestProcessPending(index_base.FailingCellTestCase):
         write = mock.Mock(side_effect=db_exc.DBError('index away'))
         self.assertRaises(db_exc.DBError, db.write, self.engine, write)
         self.assertEqual(1, write.call_count)
+
+
+class Cell(object):
+
+    def __init__(self, uuid):
+        self.uuid = uuid
+
+
+class TestPassOverCells(base.TestCase):
+    """The pass that reads changed cells and checks the others."""
+
+    def setUp(self):
+        super().setUp()
+        self.cells = [Cell('c1'), Cell('c2'), Cell('c3')]
+        self.useFixture(fixtures.MockPatchObject(
+            nova_cells, 'all_cells', side_effect=lambda: list(self.cells)))
+        self.queried = self.useFixture(fixtures.MockPatchObject(
+            objects.CellMappingList, 'get_all',
+            return_value=self.cells + [Cell('new')])).mock
+        self.scatter = self.useFixture(fixtures.MockPatchObject(
+            nova_context, 'scatter_gather_cells',
+            side_effect=self._scatter)).mock
+        self.asked = []
+        self.useFixture(fixtures.MockPatchObject(
+            source, 'answers', side_effect=self._answers))
+
+    def _scatter(self, ctx, cells, timeout, fn):
+        results = {}
+        for cell in cells:
+            try:
+                results[cell.uuid] = fn(mock.Mock(cell_uuid=cell.uuid))
+            except Exception as e:
+                results[cell.uuid] = e
+        return results
+
+    def _answers(self, cctxt):
+        self.asked.append(cctxt.cell_uuid)
+        if cctxt.cell_uuid == 'c3':
+            raise db_exc.DBError('c3 is down')
+        return True
+
+    def read(self, cctxt, cell, uuids):
+        return ('read', cell.uuid, tuple(uuids))
+
+    def test_every_cell_once(self):
+        self.flags(query_timeout=2.5, group='nova_ext_index')
+        answered = {}
+        results = refresh._every_cell('ctx', self.conf.conf, {'c1': ['u1']},
+                                      self.read, answered)
+        self.assertEqual(('read', 'c1', ('u1',)), results['c1'])
+        self.assertEqual(['c2', 'c3'], self.asked)
+        self.assertEqual({'c1': True, 'c2': True, 'c3': False}, answered)
+        # The time the request's check gives a cell; Nova's process cache
+        # of the cells, no query.
+        self.assertEqual(2.5, self.scatter.call_args[0][2])
+        self.queried.assert_not_called()
+
+    def test_a_cell_mapped_since_is_looked_up(self):
+        answered = {}
+        results = refresh._every_cell('ctx', self.conf.conf, {'new': ['u1']},
+                                      self.read, answered)
+        self.assertEqual(('read', 'new', ('u1',)), results['new'])
+        self.assertEqual({'c1', 'c2', 'c3', 'new'}, set(answered))
+        self.queried.assert_called_once_with('ctx')
+
+    def test_each_cell_reads_only(self):
+        results = refresh._each_cell('ctx', {'c2': ['u2']}, self.read)
+        self.assertEqual({'c2': ('read', 'c2', ('u2',))}, results)
+        self.assertEqual([], self.asked)
+        self.assertEqual(nova_context.CELL_TIMEOUT,
+                         self.scatter.call_args[0][2])
+        self.queried.assert_not_called()

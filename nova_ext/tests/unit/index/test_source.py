@@ -14,7 +14,6 @@
 The index has the cells' tables, so it stands for a cell here.
 """
 
-import fixtures
 import sqlalchemy as sa
 
 from nova_ext.index import source
@@ -38,16 +37,32 @@ class TestReadRows(index_base.IndexDBTestCase):
     def read(self, uuids):
         statements = []
 
-        def count(conn, cursor, statement, *args):
+        def count(conn, cursor, statement, parameters, *args):
             if statement.lstrip().upper().startswith('SELECT'):
-                statements.append(statement)
+                statements.append((statement, parameters))
         sa.event.listen(self.engine, 'before_cursor_execute', count)
         self.addCleanup(sa.event.remove, self.engine,
                         'before_cursor_execute', count)
         result = source.CellRead(CELL, 2.0, 2)
         with self.engine.connect() as conn:
             source.read_rows(conn.execute, result, uuids)
-        return result, len(statements)
+        return result, statements
+
+    def every_row(self, uuids):
+        """What a read of every related table would find, for comparison."""
+        result = source.CellRead(CELL, 2.0, 2)
+        with self.engine.connect() as conn:
+            for row in conn.execute(sa.select(source.INSTANCES).where(
+                    source.INSTANCES.c.uuid.in_(uuids))):
+                result.instances[row.uuid] = dict(row._mapping)
+            for table, key in source.CHILDREN:
+                by_uuid = result.children.setdefault(table.name, {})
+                for row in conn.execute(sa.select(table).where(
+                        table.c[key].in_(list(result.instances))).order_by(
+                        table.c.id if 'id' in table.c else table.c.tag)):
+                    by_uuid.setdefault(row._mapping[key], []).append(
+                        dict(row._mapping))
+        return result
 
     def test_only_tables_holding_rows_are_read(self):
         result, statements = self.read(['u1', 'u2', 'gone'])
@@ -57,22 +72,42 @@ class TestReadRows(index_base.IndexDBTestCase):
         self.assertEqual({table.name for table, _key in source.CHILDREN},
                          set(result.children))
         self.assertEqual({}, result.children['instance_faults'])
-        # The instances, the probe, the tags.
-        self.assertEqual(3, statements)
+        # The instances, which say which tables hold their rows; the tags,
+        # of the one instance that has some.
+        self.assertEqual(2, len(statements))
+        self.assertIn('FROM tags', statements[1][0])
+        self.assertEqual(('u1',), statements[1][1])
 
-    def test_same_rows_with_and_without_the_probe(self):
-        probed, _ = self.read(['u1', 'u2', 'u3'])
-        self.useFixture(fixtures.MockPatchObject(source, 'PROBE_MAX', 2))
-        every, statements = self.read(['u1', 'u2', 'u3'])
-        self.assertEqual(1 + len(source.CHILDREN) + 1, statements)
-        self.assertEqual((probed.instances, probed.security_groups),
-                         (every.instances, every.security_groups))
-        self.assertEqual(probed.children, every.children)
-        self.assertEqual(
-            [writer.digest(probed, u) for u in ('u1', 'u2', 'u3')],
-            [writer.digest(every, u) for u in ('u1', 'u2', 'u3')])
+    def test_same_rows_as_a_read_of_every_table(self):
+        uuids = ['u1', 'u2', 'u3', 'gone']
+        read, _ = self.read(uuids)
+        every = self.every_row(uuids)
+        self.assertEqual(every.instances, read.instances)
+        # Column for column, in the cell's order: the digests the index
+        # keeps of what it holds do not change.
+        self.assertEqual([list(every.instances[u]) for u in sorted(
+            every.instances)], [list(read.instances[u]) for u in sorted(
+                read.instances)])
+        self.assertEqual(every.children, read.children)
+        self.assertEqual({}, read.security_groups)
+        self.assertEqual([writer.digest(every, u) for u in uuids[:3]],
+                         [writer.digest(read, u) for u in uuids[:3]])
 
     def test_nothing_else_is_read_of_instances_gone(self):
         result, statements = self.read(['gone'])
         self.assertEqual({}, result.instances)
-        self.assertEqual(1, statements)
+        self.assertEqual(1, len(statements))
+
+    def test_security_groups_of_the_instances_in_them(self):
+        with self.engine.begin() as conn:
+            group = conn.execute(sa.insert(source.SECURITY_GROUPS).values(
+                name='web', project_id='p', deleted=0)).inserted_primary_key[0]
+            conn.execute(sa.insert(source.SG_ASSOCIATIONS).values(
+                security_group_id=group, instance_uuid='u2', deleted=0))
+        result, statements = self.read(['u1', 'u2'])
+        self.assertEqual(['u2'], list(result.security_groups))
+        [(assoc, found)] = result.security_groups['u2']
+        self.assertEqual(('u2', group), (assoc['instance_uuid'],
+                                         assoc['security_group_id']))
+        self.assertEqual(('web', group), (found['name'], found['id']))
+        self.assertEqual(('u2',), statements[-1][1])

@@ -1,0 +1,77 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A list request's check of the cells, made once."""
+
+from nova_ext.instance_list import base as list_base
+from nova_ext.instance_list import catch_up
+from nova_ext.tests.unit import base
+
+
+class Health(object):
+    """cellhealth's answer, as the test sets it, and how often asked."""
+
+    def __init__(self):
+        self.down = []
+        self.asked = 0
+
+    def down_cells(self, ctx, conf):
+        self.asked += 1
+        return list(self.down)
+
+
+class TestCellCheck(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.catch_up = catch_up.CatchUp(self.conf.conf)
+        self.health = Health()
+
+    def check(self):
+        return self.catch_up.check('ctx', self.health)
+
+    def test_a_pass_where_every_cell_answered_is_the_check(self):
+        check = self.check()
+        self.assertTrue(check.merges())
+        check.take({'c1': True, 'c2': True})
+        check.make()
+        self.assertEqual(0, self.health.asked)
+        self.assertFalse(check.merges())
+
+    def test_a_cell_that_failed_the_pass_has_the_check_made(self):
+        # A read may fail for reasons of its own; the check decides.
+        check = self.check()
+        check.take({'c1': True, 'c2': False})
+        self.assertEqual(1, self.health.asked)
+        self.health.down = ['c2']
+        check = self.check()
+        e = self.assertRaises(list_base.Unservable, check.take,
+                              {'c1': True, 'c2': False})
+        self.assertIn('c2', str(e))
+        self.assertTrue(self.catch_up.cells_down)
+
+    def test_no_pass_has_the_check_made(self):
+        check = self.check()
+        check.take({})
+        self.assertEqual(1, self.health.asked)
+        check.make()
+        self.assertEqual(1, self.health.asked)
+
+    def test_while_cells_were_found_down_each_request_checks_alone(self):
+        # So that the request after the cells' return logs it.
+        self.health.down = ['c1']
+        self.assertRaises(list_base.Unservable, self.check().make)
+        check = self.check()
+        self.assertFalse(check.merges())
+        self.health.down = []
+        check.make()
+        self.assertFalse(self.catch_up.cells_down)
+        self.assertTrue(self.check().merges())
