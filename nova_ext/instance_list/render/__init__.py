@@ -85,17 +85,23 @@ def _body(conf, selector, listing):
     cache = (render_cache.cache(conf) if listing.detail else None)
     # With the render cache, the page is listed without the joins that
     # only rendering reads; the rows it has to render are read in full
-    # afterwards.
-    attrs = [] if cache is not None else fastpath.query_attrs(listing)
+    # afterwards. Nova's view of a list without details reads the name of
+    # each server and nothing else that the narrowed rows lack.
+    extra = None
+    if cache is not None:
+        extra = ()
+    elif not listing.detail:
+        extra = ('display_name',)
+    attrs = [] if extra is not None else fastpath.query_attrs(listing)
 
     def _records():
         return driver.records(
             ctx, filters, args.get('limit'), marker, attrs,
             args.get('sort_keys'), args.get('sort_dirs'),
             cell_down_support=args.get('cell_down_support', False))
-    if cache is not None:
+    if extra is not None:
         def _listed(records=_records):
-            with narrow.narrowed(args.get('sort_keys')):
+            with narrow.narrowed(args.get('sort_keys'), extra):
                 return records()
     else:
         _listed = _records

@@ -14,12 +14,14 @@
 With the render cache, the rows of a page are needed only to know which
 servers are on it, in what order, and what the documents' keys and Nova's
 per-page additions read (host, availability zone, ...): the documents
-come from the cache. Nova's ``instance_get_all_by_filters_sort`` still
-builds the query (every filter, sort and marker rule is Nova's), but
-within :func:`narrowed` the list query it runs on the index selects only
-those columns and hands back plain dicts instead of ORM objects, which is
-where most of its time goes for a page of a thousand servers
-(``nova_ext.entry_points.internals.orm``, installed by :func:`attach`).
+come from the cache. A list without details (``GET /servers``) renders
+each server from its uuid and name alone. Nova's
+``instance_get_all_by_filters_sort`` still builds the query (every filter,
+sort and marker rule is Nova's), but within :func:`narrowed` the list query
+it runs on the index selects only those columns and hands back plain dicts
+instead of ORM objects, which is where most of its time goes for a page of
+a thousand servers (``nova_ext.entry_points.internals.orm``, installed by
+:func:`attach`).
 
 Only the list query is narrowed; lookups such as the marker's are not.
 Rows to render are read in full afterwards.
@@ -40,9 +42,9 @@ _ACTIVE = contextvars.ContextVar('nova_ext_narrowed', default=None)
 
 
 @contextlib.contextmanager
-def narrowed(sort_keys):
-    """Within, the instance list query reads COLUMNS and the sort keys."""
-    columns = set(COLUMNS) | set(sort_keys or ())
+def narrowed(sort_keys, extra=()):
+    """Within, the list query reads COLUMNS, the sort keys and ``extra``."""
+    columns = set(COLUMNS) | set(sort_keys or ()) | set(extra)
     token = _ACTIVE.set(tuple(sorted(columns)))
     try:
         yield

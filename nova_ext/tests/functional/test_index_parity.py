@@ -304,6 +304,24 @@ class TestFastRenderParity(TestIndexParity):
     NOVA_EXT_OPTIONS = FAST_OPTIONS
     FAST_RENDER = True
 
+    def test_a_list_without_details_reads_narrow_rows(self):
+        # Nova's view of GET /servers reads each server's uuid and name:
+        # the list query reads no joins and few columns, and the answer
+        # is still Nova's, sorted by any key and paged.
+        for uri in ('servers?all_tenants=1',
+                    'servers?all_tenants=1&sort_key=display_name&limit=3',
+                    'servers?sort_key=hostname&sort_dir=asc'):
+            narrowed = nova_orm.narrowed_queries
+            got = self.assertSameAnswer(self.admin_api, uri, served=True)
+            self.assertTrue(got.json()['servers'])
+            self.assertGreaterEqual(nova_orm.narrowed_queries - narrowed, 1,
+                                    uri)
+        # The detailed list without the render cache reads full rows.
+        narrowed = nova_orm.narrowed_queries
+        self.assertSameAnswer(self.admin_api, 'servers/detail?all_tenants=1',
+                              served=True)
+        self.assertEqual(narrowed, nova_orm.narrowed_queries)
+
 
 CACHED_OPTIONS = {
     'nova_ext_instance_list': {'driver': 'index', 'fast_render': True,
