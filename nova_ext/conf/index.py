@@ -68,7 +68,8 @@ It is also the time every cell database has to answer the trivial query
 each list request makes of it first: a cell that does not answer in time
 is down for that request, and Nova, which lists down cells its own way
 (minimal records for their instances from microversion 2.69 on), answers
-it.
+it. A cell holding changes the request applies first answers by its read
+of them instead, in the same time.
 """),
     cfg.IntOpt(
         'deleted_retention',

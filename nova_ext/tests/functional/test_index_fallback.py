@@ -32,6 +32,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index import consumer
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
+from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import test_index_parity
 
 #: Nothing listens on the discard port: connections are refused at once.
@@ -264,6 +265,27 @@ class TestIndexDownCell(test_index_parity.IndexTestCase):
             main_db_api.instance_update(cctx, server['id'],
                                         {'display_name': name})
         pending.mark(self.index.engine, [(server['id'], time.time())])
+
+    def test_changes_read_in_the_pass_that_checks_the_cells(self):
+        # Every cell up: the request reads the changed server from its cell
+        # and asks the other cells the trivial query in one pass, and
+        # makes no check of its own besides.
+        changed = self._create_server(host='compute1-1', networks='none')
+        self._create_server(host='compute2-1', networks='none')
+        self.sync_index()
+        health = self.selector.driver.cells
+        uri = 'servers/detail?all_tenants=1'
+        self.rename(changed, 'renamed')
+        checks = health.checks
+        got = answers.get(self._get, self.admin_api, uri)
+        self.assertEqual(200, got.status_code)
+        self.assertIn('renamed', got.text)
+        self.assertEqual(0, pending.count(self.index.engine))
+        self.assertEqual(checks, health.checks)
+        # Nothing to apply: the check is made on its own.
+        answers.get(self._get, self.admin_api, uri)
+        self.assertEqual(checks + 1, health.checks)
+        self.assertSameAnswer(self.admin_api, uri, served=True)
 
     def test_down_cell_with_changes_waiting(self):
         # A request that reads changed servers from their cells checks the
