@@ -157,6 +157,11 @@ class CatchUp(object):
             too_many = rules.pending(len(taken), limit, at_least=True)
             if too_many:
                 raise base.Unservable(too_many)
+            if check is not None and not check.merges():
+                # Another request found cells down while this one waited
+                # for the lock: the check first, in query_timeout, before
+                # reads that would wait Nova's longer timeout for them.
+                check.make()
             answered = {} if check is not None and check.merges() else None
             failed = refresh.apply_marks(ctx, self.conf, taken,
                                          answered=answered)

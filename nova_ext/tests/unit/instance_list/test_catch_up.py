@@ -11,9 +11,15 @@
 # under the License.
 """A list request's check of the cells, made once."""
 
+import fixtures
+
+from nova_ext.index import holders
+from nova_ext.index import pending
+from nova_ext.index import refresh
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import catch_up
 from nova_ext.tests.unit import base
+from nova_ext.tests.unit.index import base as index_base
 
 
 class Health(object):
@@ -75,3 +81,27 @@ class TestCellCheck(base.TestCase):
         check.make()
         self.assertFalse(self.catch_up.cells_down)
         self.assertTrue(self.check().merges())
+
+
+class TestCatchUpChecksFirst(index_base.IndexDBTestCase):
+
+    def test_no_cell_read_after_cells_were_found_down_meanwhile(self):
+        catch_up_ = catch_up.CatchUp(self.conf.conf)
+        health = Health()
+        pending.mark(self.engine, [('u1', 1.0)])
+        check = catch_up_.check('ctx', health)
+        read = self.useFixture(fixtures.MockPatchObject(
+            refresh, 'apply_marks', return_value=set())).mock
+
+        class Watch(object):
+            # Runs after the request decided to check in its pass, before
+            # it takes the lock: another request finds cells down here.
+            def settle(self, engine):
+                catch_up_.cells_down = True
+                health.down = ['c2']
+        self.useFixture(fixtures.MockPatchObject(
+            holders, 'get_watch', return_value=Watch()))
+        e = self.assertRaises(list_base.Unservable, catch_up_, 'ctx', check)
+        self.assertIn('are down', str(e))
+        read.assert_not_called()
+        self.assertEqual(1, health.asked)
