@@ -125,10 +125,6 @@ class CatchUp(object):
             (with the reads of the changes where there are any): a cell
             down is the reason Nova answers, before any other.
         """
-        if check is not None and not check.merges():
-            # First: a cell that hangs fails the check in query_timeout,
-            # where a read waits for it longer.
-            check.make()
         try:
             self._apply(ctx, check)
         except Exception:
@@ -158,9 +154,11 @@ class CatchUp(object):
             if too_many:
                 raise base.Unservable(too_many)
             if check is not None and not check.merges():
-                # Another request found cells down while this one waited
-                # for the lock: the check first, in query_timeout, before
-                # reads that would wait Nova's longer timeout for them.
+                # Cells were found down (by this process's last check, or
+                # by another request while this one waited for the lock):
+                # the check first, in query_timeout, where the reads of the
+                # changes would wait Nova's longer timeout for a cell that
+                # hangs.
                 check.make()
             answered = {} if check is not None and check.merges() else None
             failed = refresh.apply_marks(ctx, self.conf, taken,
