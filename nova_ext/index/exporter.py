@@ -106,16 +106,24 @@ def _api(rows):
     unrecorded_lag = _gauge('api_unrecorded_lag_seconds', 'Age of the '
                             'oldest of them, by that process\'s clock.',
                             labels=names)
+    reasons = core.CounterMetricFamily(
+        PREFIX + 'api_list_handed', 'List requests a nova-api process '
+        'handed to Nova, by outcome and reason (numbers and uuids in the '
+        'reason read N; past 20 reasons, "other").',
+        labels=['host', 'pid', 'driver', 'outcome', 'reason'])
     for row in rows:
         labels = [row['host'], str(row['pid']), row['driver']]
         reported.add_metric(labels, row['updated_at'])
         for outcome, count in sorted(row['counts'].items()):
             if isinstance(count, int):
                 requests.add_metric(labels + [outcome], count)
+        for outcome, kinds in sorted(row.get('reasons', {}).items()):
+            for reason, count in sorted(kinds.items()):
+                reasons.add_metric(labels + [outcome, reason], count)
         if row['unrecorded'] is not None:
             unrecorded.add_metric(labels, row['unrecorded'])
             unrecorded_lag.add_metric(labels, row['unrecorded_lag'])
-    return requests, reported, unrecorded, unrecorded_lag
+    return requests, reasons, reported, unrecorded, unrecorded_lag
 
 
 def indexer_families(indexer):

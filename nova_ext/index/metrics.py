@@ -43,6 +43,8 @@ _STARTED = time.time()
 
 #: The key of the counts document that holds ``unrecorded``.
 _UNRECORDED = 'unrecorded'
+#: The key of the counts document that holds the counts by reason.
+_REASONS = 'reasons'
 
 
 def publish(engine, driver, counts, now=None, timeout=None,
@@ -75,7 +77,9 @@ def collect(engine):
     """Every process's latest counters, newest first.
 
     Each row has its ``counts``, its ``unrecorded`` and its
-    ``unrecorded_lag`` (None where the process did not publish them).
+    ``unrecorded_lag`` (None where the process did not publish them), and
+    its ``reasons``: ``{outcome: {reason kind: count}}`` of the lists it
+    handed to Nova (``serving.Stats``).
     """
     with engine.connect() as conn:
         rows = conn.execute(sa.select(METRICS).order_by(
@@ -84,7 +88,8 @@ def collect(engine):
         for row in rows:
             counts = json.loads(row.counts)
             unrecorded = counts.pop(_UNRECORDED, None) or {}
-            found.append(dict(row._mapping, counts=counts,
+            reasons = counts.pop(_REASONS, None) or {}
+            found.append(dict(row._mapping, counts=counts, reasons=reasons,
                               unrecorded=unrecorded.get('count'),
                               unrecorded_lag=unrecorded.get('lag')))
         return found

@@ -152,6 +152,9 @@ def lines(report):
         report.get('reconcile'), report.get('reconcile_interval'))
     for row in report['api']:
         yield _api_line(row)
+        for outcome, kinds in sorted(row.get('reasons', {}).items()):
+            for reason, count in sorted(kinds.items()):
+                yield '    %s %d: %s' % (outcome, count, reason)
 
 
 def _api_line(row):

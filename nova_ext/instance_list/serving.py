@@ -27,6 +27,7 @@ routes Nova's function through it and records both here
 
 import contextlib
 import copy
+import re
 import threading
 import time
 
@@ -97,6 +98,17 @@ def stock():
     return nova_instance_list.get_instance_objects_sorted
 
 
+#: The parts of a reason that vary between requests of the same kind.
+_VARYING = re.compile(
+    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|'
+    r'\d+(\.\d+)?')
+
+
+def reason_kind(reason):
+    """``reason`` without its numbers and uuids, to count it by."""
+    return _VARYING.sub('N', reason)[:200]
+
+
 class Stats(object):
     """Counters of one nova-api process, for nova-ext-status and metrics."""
 
@@ -105,20 +117,36 @@ class Stats(object):
     FIELDS = ('served', 'unservable', 'unavailable', 'failed', 'latched',
               'slow', 'rendered', 'handed')
 
+    #: Kinds of reasons counted apiece; those that come after share one
+    #: count, so that a driver's error messages cannot grow the counters.
+    MAX_REASONS = 20
+    OTHER = 'other'
+
     def __init__(self):
         self._lock = threading.Lock()
         self.counts = dict.fromkeys(self.FIELDS, 0)
         self.last_reason = None
+        # {outcome: {reason kind: count}}
+        self.reasons = {}
 
     def add(self, field, reason=None):
         with self._lock:
             self.counts[field] += 1
             if reason is not None:
                 self.last_reason = reason
+                kinds = self.reasons.setdefault(field, {})
+                kind = reason_kind(reason)
+                if kind not in kinds and sum(
+                        map(len, self.reasons.values())) >= self.MAX_REASONS:
+                    kind = self.OTHER
+                kinds[kind] = kinds.get(kind, 0) + 1
 
     def snapshot(self):
+        """The counts, the last reason, and ``reasons``: counts by kind."""
         with self._lock:
-            return dict(self.counts, last_reason=self.last_reason)
+            return dict(self.counts, last_reason=self.last_reason,
+                        reasons={field: dict(kinds) for field, kinds
+                                 in self.reasons.items()})
 
 
 class Selector(object):

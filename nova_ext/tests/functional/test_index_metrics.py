@@ -19,6 +19,7 @@ applied, and with the index unreadable.
 import time
 
 from nova import context as nova_context
+from oslo_utils import uuidutils
 import prometheus_client
 from prometheus_client import parser
 
@@ -26,6 +27,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index import exporter
 from nova_ext.index import pending
 from nova_ext.index import status
+from nova_ext.instance_list import serving
 from nova_ext.tests.functional import test_index_parity
 
 CONF = ext_conf.CONF
@@ -55,6 +57,13 @@ class TestIndexMetrics(test_index_parity.IndexTestCase):
         for _ in range(3):
             self.assertSameAnswer(self.admin_api,
                                   'servers/detail?all_tenants=1')
+        # Handed to Nova, which answers 400: counted with its reason.
+        self.assertSameAnswer(
+            self.admin_api, 'servers/detail?all_tenants=1&marker=%s'
+            % uuidutils.generate_uuid(), served=False)
+        # Due now, with every request's counts: not in REPORT_INTERVAL.
+        clock = self.selector.clock
+        self.selector.clock = lambda: clock() + serving.REPORT_INTERVAL
         self.selector.report()
         self.selector.wait_reported(10)
         pending.mark(self.index.engine, [('a-changed-instance',
@@ -88,6 +97,15 @@ class TestIndexMetrics(test_index_parity.IndexTestCase):
                 api['counts'][outcome],
                 got[('nova_ext_index_api_list_requests_total',
                      tuple(sorted(labels + (('outcome', outcome),))))])
+        self.assertEqual(
+            {'failed': {'MarkerNotFound: Marker N could not be found.': 1}},
+            api['reasons'])
+        for outcome, kinds in api['reasons'].items():
+            for reason, count in kinds.items():
+                self.assertEqual(count, got[(
+                    'nova_ext_index_api_list_handed_total',
+                    tuple(sorted(labels + (('outcome', outcome),
+                                           ('reason', reason)))))])
         self.assertEqual(api['updated_at'], got[(
             'nova_ext_index_api_reported_timestamp_seconds', labels)])
         self.assertEqual(0, got[('nova_ext_index_api_unrecorded_changes',

@@ -49,6 +49,11 @@ class TestFamilies(base.TestCase):
         self.assertEqual(5, got[(
             'nova_ext_index_api_list_requests_total',
             tuple(sorted(labels + (('outcome', 'served'),))))])
+        self.assertEqual(1, got[(
+            'nova_ext_index_api_list_handed_total',
+            tuple(sorted(labels + (
+                ('outcome', 'unservable'),
+                ('reason', 'marker N is not in the index yet')))))])
         self.assertNotIn(('nova_ext_index_lag_seconds', ()), got)
 
         got = samples(test_status._report(

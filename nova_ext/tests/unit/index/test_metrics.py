@@ -30,10 +30,19 @@ class TestMetrics(index_base.IndexDBTestCase):
         self.assertEqual({'served': 3}, row['counts'])
         self.assertEqual((2, 4.5), (row['unrecorded'], row['unrecorded_lag']))
 
+    def test_reasons_beside_the_counters(self):
+        reasons = {'unservable': {'N captured changes not recorded in the '
+                                  'index yet': 2}}
+        metrics.publish(self.engine, 'index', {'served': 3,
+                                               'reasons': reasons})
+        (row,) = metrics.collect(self.engine)
+        self.assertEqual(({'served': 3}, reasons),
+                         (row['counts'], row['reasons']))
+
     def test_a_report_without_unrecorded(self):
         metrics.publish(self.engine, 'index', {'served': 1}, now=100.0)
         (row,) = metrics.collect(self.engine)
-        self.assertEqual({'served': 1}, row['counts'])
+        self.assertEqual(({'served': 1}, {}), (row['counts'], row['reasons']))
         self.assertEqual((None, None),
                          (row['unrecorded'], row['unrecorded_lag']))
 

@@ -20,6 +20,8 @@ def _row(unrecorded, unrecorded_lag, updated_at=1000.0, host='api1',
     return {'host': host, 'pid': pid, 'driver': 'index',
             'started_at': 0.0, 'updated_at': updated_at,
             'counts': {'served': 5, 'unservable': 1, 'last_reason': 'x'},
+            'reasons': {'unservable': {'marker N is not in the index '
+                                       'yet': 1}},
             'unrecorded': unrecorded, 'unrecorded_lag': unrecorded_lag}
 
 
@@ -92,12 +94,15 @@ class TestVerdict(base.TestCase):
             'reconcile:       no pass finished yet',
             'nova-api api1/7 (index, reported 10 s ago): served 5, '
             'unservable 1; unrecorded 2, the oldest for 12.0 s',
+            '    unservable 1: marker N is not in the index yet',
             'nova-api api1/8 (index, reported 10 s ago): served 5, '
-            'unservable 1'], list(status.lines(report)))
+            'unservable 1',
+            '    unservable 1: marker N is not in the index yet'],
+            list(status.lines(report)))
         report = _report(api=[_row(0, 0.0)])
         lines = list(status.lines(report))
         self.assertIn('pending:         0 marks (catch_up_limit 200)', lines)
         self.assertIn('health:          OK: nova-api lists from the index',
                       lines)
         self.assertEqual('nova-api api1/7 (index, reported 10 s ago): '
-                         'served 5, unservable 1; unrecorded 0', lines[-1])
+                         'served 5, unservable 1; unrecorded 0', lines[-2])

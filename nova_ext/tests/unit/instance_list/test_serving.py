@@ -262,13 +262,38 @@ class TestAttempt(TestSelector):
             counts['unservable'], counts['failed'], counts['unavailable'],
             counts['latched'], counts['served']))
 
+    def test_reasons_counted_by_kind(self):
+        def unservable(reason):
+            def call():
+                raise list_base.Unservable(reason)
+            return call
+        for reason in ('3 captured changes not recorded in the index yet',
+                       '12 captured changes not recorded in the index yet',
+                       'marker 0d5b8c1e-6f8a-4b3e-9a8c-2b7e4e1f0a11 is not '
+                       'in the index yet'):
+            self.selector.attempt(self.driver, unservable(reason))
+        self.selector.attempt(self.driver, unservable('a regex'))
+        self.assertEqual({'unservable': {
+            'N captured changes not recorded in the index yet': 2,
+            'marker N is not in the index yet': 1,
+            'a regex': 1}}, self.selector.stats.snapshot()['reasons'])
+
+    def test_reasons_bounded(self):
+        stats = serving.Stats()
+        for i in range(stats.MAX_REASONS + 5):
+            stats.add('failed', 'Error %s' % chr(ord('A') + i))
+        stats.add('failed', 'Error A')
+        reasons = stats.snapshot()['reasons']['failed']
+        self.assertEqual(stats.MAX_REASONS + 1, len(reasons))
+        self.assertEqual((2, 5), (reasons['Error A'], reasons['other']))
+
     def test_stock_only_skips_the_driver_uncounted(self):
         with self.selector.stock_only():
             self.assertEqual(('from-nova', []), self.list())
         self.assertEqual([], self.driver.calls)
         self.assertEqual(0, sum(
             v for k, v in self.selector.stats.snapshot().items()
-            if k != 'last_reason'))
+            if k not in ('last_reason', 'reasons')))
         # Outside, the driver answers again.
         self.assertEqual(('from-driver', []), self.list())
 

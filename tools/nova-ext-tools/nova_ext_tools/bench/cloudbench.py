@@ -191,6 +191,7 @@ def run(args):
 def _measure(args, cloud, bench, queries):
     time.sleep(PUBLISH_SECONDS)
     before = cloud.ext.list_counters()
+    handed = cloud.ext.handed_reasons()
     checks = {q.name: bench.check(q) for q in queries}
     print('answers: %s' % checks, flush=True)
     if not cloud.ps.running(nova.FLOOR_API):
@@ -227,7 +228,7 @@ def _measure(args, cloud, bench, queries):
                 print('  %s' % _line(rows[-1]), flush=True)
         if writes:
             written = writer.summary()
-    served = _served(cloud, before, bench)
+    served = _served(cloud, before, handed, bench)
     profiles = {}
     if args.profile:
         for query in queries:
@@ -242,15 +243,21 @@ def _measure(args, cloud, bench, queries):
                            pool=len(pool))}
 
 
-def _served(cloud, before, bench):
-    """nova_ext's outcomes of the requests sent to it, once published."""
+def _served(cloud, before, handed, bench):
+    """nova_ext's outcomes of the requests sent to it, once published.
+
+    With the reasons of those it handed to Nova.
+    """
     for _ in range(4):
         time.sleep(PUBLISH_SECONDS)
         now = cloud.ext.list_counters()
         delta = {k: int(now.get(k, 0) - before.get(k, 0)) for k in now}
         if sum(delta.values()) >= bench.sent:
             break
-    return {'sent': bench.sent, 'outcomes': delta}
+    reasons = cloud.ext.handed_reasons()
+    return {'sent': bench.sent, 'outcomes': delta,
+            'handed': {k: int(v - handed.get(k, 0))
+                       for k, v in reasons.items() if v > handed.get(k, 0)}}
 
 
 def _line(row):

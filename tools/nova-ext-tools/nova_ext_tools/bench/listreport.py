@@ -338,7 +338,7 @@ def show(results, measured, differences):
                       c['sync'].get('written', 0), c['cloud_seconds'],
                       c['peak_rss_mib'],
                       {k: v for k, v in c.get('selector', {}).items()
-                       if k != 'last_reason' and v}))
+                       if k not in ('last_reason', 'reasons') and v}))
     for note in results['notes']:
         print('* %s' % note)
     if differences:

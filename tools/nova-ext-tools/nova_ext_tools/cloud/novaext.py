@@ -21,6 +21,8 @@ import re
 import subprocess
 import urllib.request
 
+from prometheus_client import parser
+
 from nova_ext_tools.cloud import procs
 from nova_ext_tools.cloud import services
 
@@ -127,6 +129,10 @@ class NovaExt(object):
         """{outcome: total} of every nova-api process, from /metrics."""
         return list_counters(self.metrics())
 
+    def handed_reasons(self):
+        """{'outcome: reason': total} of every nova-api process."""
+        return handed_reasons(self.metrics())
+
     def metrics(self):
         with urllib.request.urlopen(self.lay.url('metrics', '/metrics'),
                                     timeout=10) as r:
@@ -145,4 +151,16 @@ def list_counters(text):
         labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group('labels')))
         outcome = labels.get('outcome')
         totals[outcome] = totals.get(outcome, 0) + float(m.group('value'))
+    return totals
+
+
+def handed_reasons(text):
+    """{'outcome: reason': total} of every nova-api process, from /metrics."""
+    totals = {}
+    for family in parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == 'nova_ext_index_api_list_handed_total':
+                key = '%s: %s' % (sample.labels['outcome'],
+                                  sample.labels['reason'])
+                totals[key] = totals.get(key, 0) + sample.value
     return totals

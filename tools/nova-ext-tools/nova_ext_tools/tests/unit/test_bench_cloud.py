@@ -15,13 +15,16 @@ import json
 import os
 
 import fixtures
+import prometheus_client
 import webob
 
+from nova_ext.index import exporter
 from nova_ext.tests.unit import base
 
 from nova_ext_tools.bench import cloudload
 from nova_ext_tools.bench import cloudprofile
 from nova_ext_tools.cloud import floor
+from nova_ext_tools.cloud import novaext
 
 
 class TestPercentile(base.TestCase):
@@ -34,6 +37,32 @@ class TestPercentile(base.TestCase):
         # Few samples: the p99 is the slowest.
         self.assertEqual(9, cloudload.percentile([9, 1, 5], 0.99))
         self.assertIsNone(cloudload.percentile([], 0.5))
+
+
+class TestCounters(base.TestCase):
+    """The nova-api counters read back from the indexer's /metrics text."""
+
+    def test_outcomes_and_reasons_of_every_process(self):
+        def row(pid, reasons):
+            return {'host': 'api1', 'pid': pid, 'driver': 'index',
+                    'updated_at': 1.0, 'unrecorded': None,
+                    'counts': {'served': 5, 'unservable': 2},
+                    'reasons': {'unservable': reasons}}
+        reasons = {'a "quoted" reason': 1,
+                   'N captured changes not recorded in the index yet': 1}
+
+        class Collector(object):
+            def collect(self):
+                return exporter._api([row(1, reasons), row(2, reasons)])
+        registry = prometheus_client.CollectorRegistry()
+        registry.register(Collector())
+        text = prometheus_client.generate_latest(registry).decode()
+        self.assertEqual({'served': 10, 'unservable': 4},
+                         novaext.list_counters(text))
+        self.assertEqual(
+            {'unservable: a "quoted" reason': 2,
+             'unservable: N captured changes not recorded in the index '
+             'yet': 2}, novaext.handed_reasons(text))
 
 
 class TestBreakdown(base.TestCase):
