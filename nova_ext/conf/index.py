@@ -69,7 +69,9 @@ each list request makes of it first: a cell that does not answer in time
 is down for that request, and Nova, which lists down cells its own way
 (minimal records for their instances from microversion 2.69 on), answers
 it. A cell holding changes the request applies first answers by its read
-of them instead, in the same time.
+of them instead, in the same time. And it is the time a list request
+waits for its process's own captured changes, where they wait in memory
+for the next batch, to be recorded in the index.
 """),
     cfg.IntOpt(
         'deleted_retention',

@@ -135,9 +135,7 @@ class CatchUp(object):
             check.make()
 
     def _apply(self, ctx, check):
-        count, _ = unrecorded()
-        if count:
-            raise base.Unservable(rules.unrecorded(count))
+        self._record_own()
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
         if not pending.take(engine, 1):
@@ -169,6 +167,23 @@ class CatchUp(object):
         if failed:
             raise base.Unservable('%d changed instances could not be read '
                                   'from their cells' % len(failed))
+
+    def _record_own(self):
+        """Have this process's captured changes recorded, or raise.
+
+        A write of this process whose mark could not be written with it
+        (the index's lock was busy for ``capture_timeout``) waits in its
+        marker for the next batch. The request has that batch committed
+        now, within ``query_timeout``, rather than hand itself to Nova,
+        whose path takes longer still; its catch-up then applies them.
+        """
+        count, _ = unrecorded()
+        if count:
+            consumer.get_marker(self.conf).flush(
+                self.conf.nova_ext_index.query_timeout)
+            count, _ = unrecorded()
+        if count:
+            raise base.Unservable(rules.unrecorded(count))
 
     def check_archived(self, ctx, records):
         """Hand to Nova a page showing servers Nova has archived.

@@ -213,6 +213,26 @@ class TestCaptureReadYourWrites(_CaptureBase):
         self.assertListsNow()
         self.assertEqual({}, pending.take(engine, 10))
 
+    def test_own_changes_not_recorded_yet(self):
+        # The index's lock was busy when this process wrote (capture gave
+        # up after capture_timeout): its marks wait in the marker, which
+        # commits them only when urged here. The list has them recorded
+        # and applies them, rather than hand itself to Nova.
+        server = self._create_server(host='compute1-1', networks='none')
+        self.assertSameAnswer(self.api, 'servers/detail', served=True)
+        self.assertEqual({}, pending.take(self.index.engine, 10))
+        consumer.reset()
+        self.flags(notification_batch_timeout=3600, group='nova_ext_index')
+        marker = consumer.get_marker(ext_conf.CONF)
+        marker.stall()
+        self.api.put_server(server['id'], {'server': {'name': 'renamed'}})
+        self.assertEqual([server['id']], list(consumer.held()))
+        self.assertEqual({}, pending.take(self.index.engine, 10))
+        self.assertSameAnswer(self.api, 'servers/detail?name=renamed',
+                              served=True)
+        self.assertEqual({}, consumer.held())
+        self.assertListsNow(('', 'name=renamed'))
+
 
 class TestCaptureUnmappedInstance(_CaptureBase):
     """An instance in a cell whose mapping names no cell."""

@@ -12,7 +12,9 @@
 """A list request's check of the cells, made once."""
 
 import fixtures
+import sqlalchemy as sa
 
+from nova_ext.index import consumer
 from nova_ext.index import holders
 from nova_ext.index import pending
 from nova_ext.index import refresh
@@ -105,3 +107,38 @@ class TestCatchUpChecksFirst(index_base.IndexDBTestCase):
         self.assertIn('are down', str(e))
         read.assert_not_called()
         self.assertEqual(1, health.asked)
+
+
+class TestOwnChangesRecordedFirst(index_base.IndexDBTestCase):
+    """A process's captured changes still in its marker, at a list."""
+
+    def setUp(self):
+        super().setUp()
+        # The marker commits only when urged.
+        self.flags(notification_batch_timeout=3600, query_timeout=0.5,
+                   group='nova_ext_index')
+        consumer.reset()
+        self.addCleanup(consumer.reset)
+        self.catch_up = catch_up.CatchUp(self.conf.conf)
+        self.applied = self.useFixture(fixtures.MockPatchObject(
+            refresh, 'apply_marks', return_value=set())).mock
+        consumer.get_marker(self.conf.conf).add_all(['u1'], 5.0)
+        self.assertEqual(['u1'], list(consumer.held()))
+
+    def test_recorded_then_applied(self):
+        self.catch_up('ctx')
+        self.assertEqual({}, consumer.held())
+        (call,) = self.applied.call_args_list
+        self.assertEqual(['u1'], list(call.args[2]))
+
+    def test_unrecordable_is_nova_s(self):
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                "CREATE TRIGGER refuse_marks BEFORE INSERT ON "
+                "nova_ext_index_pending BEGIN SELECT RAISE(ABORT, "
+                "'refused'); END"))
+        e = self.assertRaises(list_base.Unservable, self.catch_up, 'ctx')
+        self.assertEqual('1 captured changes not recorded in the index yet',
+                         str(e))
+        self.applied.assert_not_called()
+        self.assertEqual(['u1'], list(consumer.held()))
