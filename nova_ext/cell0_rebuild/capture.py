@@ -19,11 +19,11 @@ read from the build requests first and then from every cell, as Nova's
 own list does, so that none is missed while it moves between them.
 """
 
-from nova import context as nova_context
 from nova import objects
 from oslo_log import log as logging
 
 from nova_ext.cell0_rebuild import objects as ext_objects
+from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.entry_points.internals import servers_controller
 
 LOG = logging.getLogger(__name__)
@@ -56,9 +56,9 @@ def reservation_uuids(context, reservation_id):
         return [i.uuid for i in objects.InstanceList.get_by_filters(
             cctxt, filters, expected_attrs=[])]
 
-    for cell_uuid, found in nova_context.scatter_gather_all_cells(
-            context, _cell).items():
-        if nova_context.is_cell_failure_sentinel(found):
+    for cell_uuid, found in nova_cells.scatter(
+            context, nova_cells.all_cells(), _cell).items():
+        if nova_cells.failure(found) is not None:
             LOG.warning('Cell %s did not answer while recording reservation '
                         '%s; its servers cannot be rebuilt from cell0',
                         cell_uuid, reservation_id)

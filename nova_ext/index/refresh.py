@@ -15,7 +15,6 @@ import collections
 import functools
 import time
 
-from nova import context as nova_context
 from nova.db.api import models as api_models
 from nova import exception as nova_exception
 from nova import objects
@@ -103,8 +102,8 @@ def refresh(ctx, conf, uuids, rewrite=False, answered=None):
             continue
         if cell_uuid not in results:
             result = nova_exception.CellMappingNotFound(uuid=cell_uuid)
-        elif result is nova_context.did_not_respond_sentinel:
-            result = 'timed out'
+        else:
+            result = nova_cells.failure(result) or result
         LOG.warning('nova_ext index: could not refresh %d instances of '
                     'cell %s: %s', len(cell_uuids), cell_uuid, result)
         failed.extend(cell_uuids)
@@ -255,7 +254,7 @@ def _each_cell(ctx, by_cell, read, mappings=None):
     else:
         cells = {cell.uuid: cell for cell in mappings
                  if cell.uuid in by_cell}
-    return _scatter(ctx, cells, by_cell, read, nova_context.CELL_TIMEOUT)
+    return _scatter(ctx, cells, by_cell, read)
 
 
 def _every_cell(ctx, conf, by_cell, read, answered):
@@ -277,9 +276,8 @@ def _every_cell(ctx, conf, by_cell, read, answered):
         cells.update(_mappings(ctx, unknown))
     results = _scatter(ctx, cells, by_cell, read,
                        conf.nova_ext_index.query_timeout)
-    answered.update(
-        (uuid, not nova_context.is_cell_failure_sentinel(result))
-        for uuid, result in results.items())
+    answered.update((uuid, nova_cells.failure(result) is None)
+                    for uuid, result in results.items())
     return results
 
 
@@ -305,10 +303,10 @@ class _Pass(object):
             return e
 
 
-def _scatter(ctx, cells, by_cell, read, timeout):
-    return nova_context.scatter_gather_cells(
-        ctx, [cells[c] for c in sorted(cells)], timeout,
-        _Pass(cells, by_cell, read).run)
+def _scatter(ctx, cells, by_cell, read, timeout=None):
+    return nova_cells.scatter(ctx, [cells[c] for c in sorted(cells)],
+                              _Pass(cells, by_cell, read).run,
+                              timeout=timeout)
 
 
 def remove(engine, uuids):

@@ -24,7 +24,6 @@ request, as it is for Nova's.
 
 import threading
 
-from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 import sqlalchemy as sa
@@ -51,11 +50,11 @@ class CellHealth(object):
 
     def down_cells(self, ctx, conf):
         """Uuids of the cells that do not answer now."""
-        results = nova_context.scatter_gather_cells(
-            ctx, nova_cells.all_cells(), conf.nova_ext_index.query_timeout,
-            self._probe)
+        results = nova_cells.scatter(
+            ctx, nova_cells.all_cells(), self._probe,
+            timeout=conf.nova_ext_index.query_timeout)
         down = sorted(uuid for uuid, result in results.items()
-                      if nova_context.is_cell_failure_sentinel(result))
+                      if nova_cells.failure(result) is not None)
         with self._lock:
             self.checks += 1
             if down != self._down:

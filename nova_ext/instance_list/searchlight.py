@@ -29,7 +29,6 @@ import threading
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from nova.compute import instance_list as nova_instance_list
-from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova import objects
 from oslo_log import log as logging
@@ -168,14 +167,14 @@ def cell_records(ctx, filters, uuids, attrs, timeout, building=False):
         return main_db_api.instance_get_all_by_filters_sort(
             cctx, narrowed, columns_to_join=columns)
 
-    results = nova_context.scatter_gather_cells(
-        ctx, [cells[uuid] for uuid in sorted(cells)], timeout, read)
+    results = nova_cells.scatter(
+        ctx, [cells[uuid] for uuid in sorted(cells)], read, timeout=timeout)
     rows = {}
     for cell_uuid, result in sorted(results.items()):
-        if nova_context.is_cell_failure_sentinel(result):
+        failure = nova_cells.failure(result)
+        if failure is not None:
             raise base.Unservable('cell %s did not answer: %s' % (
-                cell_uuid, result if isinstance(result, Exception)
-                else 'timed out'))
+                cell_uuid, failure))
         for row in result:
             if cell_of.get(row['uuid']) == cell_uuid:
                 rows[row['uuid']] = row

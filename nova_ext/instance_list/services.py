@@ -39,7 +39,6 @@ gives is the one a fresh read would give:
 import collections
 import threading
 
-from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models
 from nova import objects
@@ -101,14 +100,14 @@ def read(ctx, hosts_by_cell):
     cells = [cell for cell in nova_cells.all_cells()
              if cell.id in hosts_by_cell]
     id_of = {cell.uuid: cell.id for cell in cells}
-    results = nova_context.scatter_gather_cells(
-        ctx, cells, nova_context.CELL_TIMEOUT, _read,
+    results = nova_cells.scatter(
+        ctx, cells, _read,
         {cell.uuid: hosts_by_cell[cell.id] for cell in cells})
     for cell_uuid, result in sorted(results.items()):
-        if (result is nova_context.did_not_respond_sentinel or
-                isinstance(result, Exception)):
+        failure = nova_cells.failure(result)
+        if failure is not None:
             raise base.Unservable('cell %s did not give the services of '
-                                  'its hosts: %s' % (cell_uuid, result))
+                                  'its hosts: %s' % (cell_uuid, failure))
         for service in result:
             by_host[(id_of[cell_uuid], service['host'])].append(service)
     return by_host

@@ -9,20 +9,23 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""What nova_ext relies on of Nova's per-process cell caches.
+"""What nova_ext relies on of Nova's cell caches and scatter-gather.
 
-``nova_ext.entry_points.internals.cells`` reads ``nova.context.CELLS`` and
-writes ``nova.context.CELL_CACHE``: these tests fail when Nova stops
-finding cells and their databases there.
+``nova_ext.entry_points.internals.cells`` reads ``nova.context.CELLS``,
+writes ``nova.context.CELL_CACHE`` and asks cells through
+``scatter_gather_cells``: these tests fail when Nova stops finding cells
+and their databases there, or marks a cell that gave no answer otherwise.
 """
 
 import inspect
+import threading
 from unittest import mock
 
 import fixtures
 from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
+from nova import exception as nova_exception
 from nova import objects
 from oslo_utils import uuidutils
 
@@ -86,6 +89,57 @@ class TestCellCache(base.TestCase):
         self.assertIn('cell_mappings = context.CELLS', source)
 
 
+class TestScatter(base.TestCase):
+    """Nova's scatter-gather, its timeout, and its marks of no answer."""
+
+    def setUp(self):
+        super().setUp()
+        objects.register_all()
+        self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
+        self.cells = [_cell(), _cell(), _cell()]
+        for cell in self.cells:
+            cells.cache_database(
+                cell.uuid, main_db_api.create_context_manager('sqlite://'))
+        self.ctx = nova_context.get_admin_context()
+
+    def test_each_cell_answers_or_fails(self):
+        answers, failing, slow = self.cells
+        release = threading.Event()
+        self.addCleanup(release.set)
+
+        def ask(cctxt, suffix):
+            if cctxt.cell_uuid == failing.uuid:
+                raise nova_exception.NovaException('gone')
+            if cctxt.cell_uuid == slow.uuid:
+                release.wait(10)
+            return cctxt.cell_uuid + suffix
+
+        results = cells.scatter(self.ctx, self.cells, ask, '!', timeout=0.5)
+        self.assertEqual(answers.uuid + '!', results[answers.uuid])
+        self.assertIsNone(cells.failure(results[answers.uuid]))
+        self.assertEqual('gone', str(cells.failure(results[failing.uuid])))
+        self.assertEqual('timed out', cells.failure(results[slow.uuid]))
+        for result in ([], 0, None, {}):
+            self.assertIsNone(cells.failure(result))
+
+    def test_novas_timeout_by_default(self):
+        params = list(inspect.signature(
+            nova_context.scatter_gather_cells).parameters)
+        self.assertEqual(['context', 'cell_mappings', 'timeout', 'fn'],
+                         params[:4])
+        self.assertIsInstance(nova_context.CELL_TIMEOUT, int)
+        seen = []
+        real = nova_context.scatter_gather_cells
+
+        def scatter_gather_cells(ctx, cell_mappings, timeout, fn, *args):
+            seen.append(timeout)
+            return real(ctx, cell_mappings, timeout, fn, *args)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.context.scatter_gather_cells', scatter_gather_cells))
+        cells.scatter(self.ctx, self.cells[:1], lambda cctxt: True)
+        self.assertEqual([nova_context.CELL_TIMEOUT], seen)
+
+
 class TestVersionGate(base.TestCase):
 
     def setUp(self):
@@ -97,6 +151,10 @@ class TestVersionGate(base.TestCase):
         self.assertRaises(exception.UnsupportedNovaVersion,
                           cells.cache_database, 'u1', mock.sentinel.db)
         self.assertRaises(exception.UnsupportedNovaVersion, cells.all_cells)
+        self.assertRaises(exception.UnsupportedNovaVersion, cells.scatter,
+                          'ctx', [], len)
+        self.assertRaises(exception.UnsupportedNovaVersion, cells.failure,
+                          None)
         self.assertEqual({}, nova_context.CELL_CACHE)
 
     def test_the_installed_nova_is_tested(self):
