@@ -27,7 +27,6 @@ import contextlib
 import time
 import uuid as uuid_lib
 
-from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models
@@ -39,6 +38,7 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points.internals import cells as nova_cells
+from nova_ext.entry_points.internals import instance_lister
 from nova_ext.entry_points.internals import instances as nova_instances
 from nova_ext.index import db
 from nova_ext.index import ids
@@ -78,26 +78,15 @@ def index_cell(conf):
 PUBLISH_WAIT = 0.1
 
 
-class _IndexLister(nova_instance_list.InstanceLister):
+class _IndexLister(instance_lister.InstanceLister):
     """Nova's lister over the single index 'cell'."""
 
     def __init__(self, cell, sort_keys, sort_dirs, batch_size):
         super().__init__(sort_keys, sort_dirs, cells=[cell],
                          batch_size=batch_size)
         self.cell = cell
-        self.error = None
 
-    def get_by_filters(self, ctx, filters, limit, marker, **kwargs):
-        # Nova turns a failing cell query into a "down cell" sentinel and
-        # drops the exception; keep it, it says why the index failed.
-        try:
-            return super().get_by_filters(ctx, filters, limit, marker,
-                                          **kwargs)
-        except Exception as e:
-            self.error = e
-            raise
-
-    def get_marker_record(self, ctx, marker):
+    def marker_record(self, ctx, marker):
         # Nova looks the marker up in the cell its mapping names; the index
         # holds every cell, so it is looked up there, as Nova does:
         # elevated, deleted included, without joins. As in Nova, a server
@@ -221,8 +210,7 @@ class IndexDriver(base.RowsDriver):
             self._schema_checked = False
             raise base.Unavailable('index database unreachable: %s' % e)
         cell = index_cell(self.conf)
-        batch_size = nova_instance_list.get_instance_list_cells_batch_size(
-            limit, [cell])
+        batch_size = instance_lister.batch_size(limit, [cell])
         lister = _IndexLister(cell, sort_keys, sort_dirs, batch_size)
         try:
             records = list(lister.get_records_sorted(
@@ -238,7 +226,7 @@ class IndexDriver(base.RowsDriver):
             # builds a DBAPIError from its args alone: a TypeError), as it
             # does for Nova's own answer.
             error = e
-        if lister.cells_timed_out:
+        if lister.timed_out:
             timeout = self.conf.nova_ext_index.query_timeout
             took = base.probe(self, timeout)
             if base.probe_is_slow(took, timeout):
@@ -246,7 +234,7 @@ class IndexDriver(base.RowsDriver):
                                        'index answers a probe in %.2f s'
                                        % took)
             raise base.Unservable("this request's index query timed out")
-        if lister.cells_failed or error is not None:
+        if lister.failed or error is not None:
             error = '%s: %s' % (type(error).__name__, error)
             broken = self.schema_error()
             if broken is not None:

@@ -28,7 +28,6 @@ import threading
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
-from nova.compute import instance_list as nova_instance_list
 from nova.db.main import api as main_db_api
 from nova import objects
 from oslo_log import log as logging
@@ -37,6 +36,7 @@ import sqlalchemy as sa
 from nova_ext import conf as ext_conf
 from nova_ext.conf import searchlight as sl_conf
 from nova_ext.entry_points.internals import cells as nova_cells
+from nova_ext.entry_points.internals import instance_lister
 from nova_ext.entry_points.internals import instances as nova_instances
 from nova_ext import exception
 from nova_ext.instance_list import base
@@ -186,8 +186,8 @@ def marker_record(ctx, marker):
 
     :raises nova.exception.MarkerNotFound: as Nova would.
     """
-    lister = nova_instance_list.InstanceLister(None, None)
-    return lister.get_marker_record(ctx, marker)[1]
+    lister = instance_lister.InstanceLister(None, None)
+    return lister.marker_record(ctx, marker)[1]
 
 
 def page(ctx, docs, rows, attrs, plan):
