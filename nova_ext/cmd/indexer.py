@@ -54,11 +54,7 @@ def schema_problem(conf):
     """
     from nova_ext.index import migration
 
-    current, head = migration.current(conf), migration.head()
-    if current != head:
-        return ('the index schema is at revision %s, this nova_ext needs %s: '
-                'run "nova-ext-manage index db_sync"' % (current, head))
-    return None
+    return migration.problem(conf)
 
 
 def main(argv=None):

@@ -59,11 +59,11 @@ class Checks(upgradecheck.UpgradeCommands):
                 code.FAILURE, 'The index database cannot be read (%s: %s); '
                 'nova-api lists from every cell instead.'
                 % (type(e).__name__, e))
-        if report['revision'] != report['head']:
+        problem = rules.schema(report['revision'], report['head'],
+                               report['known'])
+        if problem:
             return upgradecheck.Result(
-                code.FAILURE, 'The index schema is at %s, not %s: run '
-                '"nova-ext-manage index db_sync".'
-                % (report['revision'], report['head']))
+                code.FAILURE, '%s%s.' % (problem[0].upper(), problem[1:]))
         unsynced = [c['name'] or c['cell_uuid'] for c in report['cells']
                     if not c['synced_at']]
         if unsynced:

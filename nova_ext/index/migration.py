@@ -19,6 +19,7 @@ from alembic import migration as alembic_migration
 from alembic import script
 
 from nova_ext.index import db
+from nova_ext.index import rules
 from nova_ext.index import sqlite
 
 _SCRIPTS = os.path.join(os.path.dirname(__file__), 'migrations')
@@ -55,10 +56,9 @@ def current(conf):
             connection).get_current_revision()
 
 
-def behind(conf):
-    """``(current revision, head)`` if the index schema is not at head."""
-    have, want = current(conf), head()
-    return None if have == want else (have, want)
+def problem(conf):
+    """Why this nova_ext cannot use the index's schema, or None."""
+    return rules.schema(current(conf), head(), revisions())
 
 
 def revisions():

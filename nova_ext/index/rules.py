@@ -35,12 +35,22 @@ Three quantities, each with its own name:
 """
 
 
-def schema(revision, head):
-    """Why nova-api does not list from an index at ``revision``."""
-    if revision != head:
-        return 'the index schema is at revision %s, this nova_ext needs %s' % (
-            revision, head)
-    return None
+def schema(revision, head, known=None):
+    """Why this nova_ext does not use an index at ``revision``, and the fix.
+
+    :param head: the revision this nova_ext needs.
+    :param known: every revision this nova_ext knows, if the caller has
+        them: a revision outside them is a later nova_ext's (a rolling
+        upgrade), which this host's nova_ext must be upgraded to.
+    """
+    if revision == head:
+        return None
+    if known is not None and revision is not None and revision not in known:
+        return ('the index schema is at revision %s, which this nova_ext '
+                '(at %s) does not know: upgrade nova_ext on this host' % (
+                    revision, head))
+    return ('the index schema is at revision %s, this nova_ext needs %s: run '
+            '"nova-ext-manage index db_sync"' % (revision, head))
 
 
 def unrecorded_lag(seconds, max_lag):

@@ -52,6 +52,7 @@ def collect(ctx, conf, now=None):
     report = {'connection': masked(db.connection_url(conf)),
               'revision': migration.current(conf),
               'head': migration.head(),
+              'known': migration.revisions(),
               'pending': pending.count(engine),
               'catch_up_limit': conf.nova_ext_index.catch_up_limit,
               'oldest_pending_age': pending.oldest_age(engine, now=now),
@@ -98,7 +99,8 @@ def api_process(row, max_lag, now):
 def reasons(report):
     """Why nova-api answers lists from Nova: ``[sentence]``, or empty."""
     found = []
-    for why in (rules.schema(report['revision'], report['head']),
+    for why in (rules.schema(report['revision'], report['head'],
+                             report.get('known')),
                 rules.pending(report['pending'], report['catch_up_limit'])):
         if why:
             found.append('nova-api answers from Nova: %s' % why)

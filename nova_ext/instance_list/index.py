@@ -138,25 +138,14 @@ class IndexDriver(base.RowsDriver):
         if self._schema_checked:
             return
         try:
-            behind = migration.behind(self.conf)
+            reason = migration.problem(self.conf)
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             raise base.Unavailable('index database unreachable: %s' % e)
-        if behind is not None:
-            if behind[0] is not None and behind[0] not in (
-                    migration.revisions()):
-                # A later nova_ext's db_sync ran: this host's nova_ext is the
-                # older one, in a rolling upgrade.
-                reason = ('the index schema is at revision %s, which this '
-                          'nova_ext (at %s) does not know: upgrade nova_ext '
-                          'on this host' % behind)
-            else:
-                reason = ('the index schema is at revision %s, this '
-                          'nova_ext needs %s: run "nova-ext-manage index '
-                          'db_sync"' % behind)
-            if self._schema_logged != behind:
+        if reason is not None:
+            if self._schema_logged != reason:
                 LOG.error('nova_ext: %s; Nova answers list requests until '
                           'then', reason)
-                self._schema_logged = behind
+                self._schema_logged = reason
             raise base.Unavailable(reason)
         self._schema_checked = True
 

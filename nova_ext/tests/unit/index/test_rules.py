@@ -19,9 +19,18 @@ class TestRules(base.TestCase):
 
     def test_schema(self):
         self.assertIsNone(rules.schema('0009', '0009'))
-        self.assertEqual('the index schema is at revision 0008, this '
-                         'nova_ext needs 0009', rules.schema('0008', '0009'))
-        self.assertIn('revision None', rules.schema(None, '0009'))
+        behind = ('the index schema is at revision 0008, this nova_ext '
+                  'needs 0009: run "nova-ext-manage index db_sync"')
+        self.assertEqual(behind, rules.schema('0008', '0009'))
+        self.assertEqual(behind, rules.schema('0008', '0009',
+                                              ['0008', '0009']))
+        self.assertIn('revision None', rules.schema(None, '0009', ['0009']))
+        self.assertIn('db_sync', rules.schema(None, '0009', ['0009']))
+        # A later nova_ext's revision: this host's is the one to upgrade.
+        self.assertEqual(
+            'the index schema is at revision 0010, which this nova_ext (at '
+            '0009) does not know: upgrade nova_ext on this host',
+            rules.schema('0010', '0009', ['0008', '0009']))
 
     def test_unrecorded_lag_up_to_max_lag(self):
         self.assertIsNone(rules.unrecorded_lag(0.0, 0.0))

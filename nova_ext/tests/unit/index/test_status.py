@@ -54,7 +54,8 @@ class TestVerdict(base.TestCase):
 
     def test_schema_not_at_head(self):
         self.assertEqual(['nova-api answers from Nova: the index schema is '
-                          'at revision g, this nova_ext needs h'],
+                          'at revision g, this nova_ext needs h: run '
+                          '"nova-ext-manage index db_sync"'],
                          _report(revision='g')['reasons'])
 
     def test_unrecorded_changes_of_a_process(self):
