@@ -27,8 +27,8 @@ import time
 
 from oslo_log import log as logging
 import oslo_messaging
-import tenacity
 
+from nova_ext.index import backoff
 from nova_ext.index import db
 from nova_ext.index import events
 from nova_ext.index import pending
@@ -44,21 +44,6 @@ POOL = 'nova-ext-indexer'
 #: failure in a row up to the max: a requeued message comes straight back,
 #: and would otherwise spin on an unwritable index.
 BACKOFF, MAX_BACKOFF = 0.1, 2.0
-
-
-def _pauses():
-    """The pause after the n-th failure in a row, as ``pause(n)``.
-
-    tenacity's exponential wait, without its retry loop: the broker
-    redelivers a requeued batch, so each retry is a new call.
-    """
-    wait = tenacity.wait_exponential(multiplier=BACKOFF, max=MAX_BACKOFF)
-    state = tenacity.RetryCallState(None, None, (), {})
-
-    def pause(failures):
-        state.attempt_number = failures
-        return wait(state)
-    return pause
 
 
 class Endpoint(object):
@@ -81,7 +66,7 @@ class Endpoint(object):
         self._lock = threading.Lock()
         #: Failures in a row.
         self._failures = 0
-        self._pause = _pauses()
+        self._pause = backoff.pauses(BACKOFF, MAX_BACKOFF)
 
     def _handle(self, messages):
         changes = [change for change in (

@@ -21,6 +21,7 @@ import time
 
 from oslo_log import log as logging
 
+from nova_ext.index import backoff
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import pending
@@ -253,7 +254,8 @@ class Marker(object):
         return due
 
     def _run(self):
-        backoff = BACKOFF
+        pause = backoff.pauses(BACKOFF, MAX_BACKOFF)
+        failures = 0
         while True:
             batch = self._take()
             if batch is None:
@@ -262,12 +264,12 @@ class Marker(object):
             try:
                 self._record(changes, holds, releases)
             except Exception as e:
-                backoff = self._failed(changes, holds, releases, oldest, e,
-                                       backoff)
-                if backoff is None:
+                failures += 1
+                if not self._failed(changes, holds, releases, oldest, e,
+                                    pause(failures)):
                     return
                 continue
-            backoff = BACKOFF
+            failures = 0
             with self._cond:
                 if self._failing:
                     LOG.info('nova_ext index records changes again')
@@ -290,8 +292,8 @@ class Marker(object):
             lease.ensure(engine, timeout)
         pending.mark(engine, changes, holds, releases, timeout=timeout)
 
-    def _failed(self, changes, holds, releases, oldest, error, backoff):
-        """Put ``changes`` back; the next backoff, or None: stopping."""
+    def _failed(self, changes, holds, releases, oldest, error, pause):
+        """Put ``changes`` back and pause; False if stopping instead."""
         with self._cond:
             self.failures += 1
             self._inflight = {}
@@ -310,7 +312,7 @@ class Marker(object):
                           'instances not recorded (%s: %s); the reconcile '
                           'pass finds them', len(self._buffer),
                           type(error).__name__, error)
-                return None
+                return False
             if not self._failing:
                 LOG.warning('nova_ext index cannot record changes (%s: %s); '
                             'keeping them and retrying', type(error).__name__,
@@ -318,8 +320,8 @@ class Marker(object):
             self._failing = True
             self._cond.notify_all()
             # Woken early only to stop (one last attempt).
-            self._cond.wait_for(lambda: self._stop, backoff)
-        return min(backoff * 2, MAX_BACKOFF)
+            self._cond.wait_for(lambda: self._stop, pause)
+        return True
 
 
 def _merge(into, changes):

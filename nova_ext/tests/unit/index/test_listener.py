@@ -19,17 +19,7 @@ import oslo_messaging
 
 from nova_ext.index import listener
 from nova_ext.index import pending
-from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base
-
-
-class TestListenerPauses(base.TestCase):
-
-    def test_doubling_to_the_max_per_failure_in_a_row(self):
-        pause = listener._pauses()
-        self.assertEqual([0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0],
-                         [pause(n) for n in range(1, 8)])
-        self.assertEqual(0.1, pause(1))
 
 
 class TestListenerEndpoint(index_base.IndexDBTestCase):
