@@ -34,10 +34,10 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.sql import operators
 
-from nova_ext.index import consumer
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import pending
+from nova_ext.index import process
 
 LOG = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ def hold(conf, session, uuids):
     uuids = set(uuids).difference(held)
     if not uuids:
         return
-    marker = consumer.get_marker(conf)
+    marker = process.get_marker(conf)
     lease = holders.get_lease(conf)
     # An earlier transaction's hold whose release is not recorded yet
     # serves this one too.
@@ -232,7 +232,7 @@ def hold(conf, session, uuids):
                         len(uuids), type(e).__name__, e)
             marker.stall()
     # Kept and retried by the marker; until then this process's lists are
-    # Nova's (consumer.held()), and the writes that follow do not wait.
+    # Nova's (process.held()), and the writes that follow do not wait.
     name = lease.name
     held.update((u, (name, token)) for u in uuids)
     marker.add_all(sorted(uuids), now,
@@ -252,7 +252,7 @@ def release(conf, session):
     if held:
         lease = holders.get_lease(conf)
         covered = all(lease.current(name) for name, _token in held.values())
-        consumer.get_marker(conf).add_all(
+        process.get_marker(conf).add_all(
             sorted(held), time.time(),
             releases=[(u, name, token)
                       for u, (name, token) in held.items()],

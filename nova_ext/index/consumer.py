@@ -14,7 +14,7 @@
 Enabled by listing ``index`` in ``[nova_ext_notifications]consumers`` of a
 Nova process whose ``[oslo_messaging_notifications]driver`` includes
 ``nova_ext``. It hands each instance change to this process's marker
-(``nova_ext.index.marker``), which records changes in the index's pending
+(``nova_ext.index.process``), which records changes in the index's pending
 table in batches and wakes the index worker. A mark that fails is kept and
 retried, never dropped; but the in-process driver has no acknowledgement
 to give, and can drop notifications under overload (it counts them), and
@@ -23,17 +23,13 @@ not rely on that run ``nova-ext-indexer`` on the message bus, and the
 reconcile pass of either.
 """
 
-import threading
-
 from oslo_log import log as logging
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
 from nova_ext.index import events
-from nova_ext.index import holders
-from nova_ext.index import marker
+from nova_ext.index import process
 from nova_ext.index import service_changes
-from nova_ext.index import worker
 from nova_ext.notifications import base
 from nova_ext.notifications import dispatcher
 
@@ -43,75 +39,6 @@ CONF = ext_conf.CONF
 
 #: Longest a consumer waits for its change to be committed (see consume()).
 COMMIT_WAIT = 5.0
-
-_LOCK = threading.Lock()
-_WORKER = None
-_MARKER = None
-
-
-def get_worker(conf):
-    """This process's index worker, started on first use."""
-    global _WORKER
-    with _LOCK:
-        # A forked child (uwsgi, oslo.service) inherits the object but not
-        # its thread: start one of its own.
-        if _WORKER is None or not _WORKER.alive:
-            _WORKER = worker.Worker(conf)
-        return _WORKER
-
-
-def get_marker(conf):
-    """This process's :class:`Marker`, started on first use.
-
-    Its commits wake this process's index worker only where the in-process
-    consumer runs and the marks can be applied: a process that only
-    captures its writes (a conductor), or that cannot find which cell holds
-    an instance (a cell conductor or a compute, without the API database),
-    leaves the marks to the indexer and to the list requests.
-    """
-    global _MARKER
-    with _LOCK:
-        # As get_worker(); what the parent had buffered is its own to
-        # record.
-        if _MARKER is None or not _MARKER.alive:
-            wake = None
-            if applies_marks(conf):
-                wake = lambda: get_worker(conf).wake()  # noqa: E731
-            _MARKER = marker.Marker(conf, wake=wake)
-        return _MARKER
-
-
-def applies_marks(conf):
-    """Whether this process's worker applies the marks it records."""
-    return ('index' in conf.nova_ext_notifications.consumers and
-            bool(conf.api_database.connection))
-
-
-def held():
-    """Changes this process has not yet recorded: ``{uuid: (first, last)}``.
-
-    Those buffered and those of a transaction under way, which fail back
-    into the buffer if it does.
-    """
-    with _LOCK:
-        marker = _MARKER
-    return {} if marker is None else marker.held()
-
-
-def reset():
-    """Record what is buffered, then stop the marker and the worker."""
-    global _WORKER, _MARKER
-    with _LOCK:
-        marker, _MARKER = _MARKER, None
-    if marker is not None:
-        # Its last commit still wakes the worker, which must not be
-        # started again for it.
-        marker.stop()
-    with _LOCK:
-        running, _WORKER = _WORKER, None
-    if running is not None:
-        running.stop()
-    holders.reset()
 
 
 def _more_queued(conf):
@@ -145,7 +72,7 @@ class IndexConsumer(base.Consumer):
                                notification.payload, notification.timestamp)
         if change is None:
             return
-        marker = get_marker(self.conf)
+        marker = process.get_marker(self.conf)
         ticket = marker.add(*change)
         # With notifications queued behind this one, go on: they join the
         # batch. With none, commit now (what came meanwhile joins) and wait

@@ -13,7 +13,7 @@
 
 Whatever learns of a change in a process (the in-process notification
 consumer, change capture's releases and failed holds) hands it to the
-process's one :class:`Marker` (``nova_ext.index.consumer.get_marker``).
+process's one :class:`Marker` (``nova_ext.index.process.get_marker``).
 """
 
 import threading

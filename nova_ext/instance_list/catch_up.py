@@ -22,10 +22,10 @@ cannot apply at once, it hands to Nova's path.
 import threading
 import time
 
-from nova_ext.index import consumer
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.index import refresh
 from nova_ext.index import rules
 from nova_ext.instance_list import base
@@ -41,7 +41,7 @@ def unrecorded():
     count, however old: each list request applies them first
     (:class:`CatchUp`), or hands itself to Nova.
     """
-    held = consumer.held()
+    held = process.held()
     if not held:
         return 0, 0.0
     oldest = min(first for first, _ in held.values())
@@ -179,7 +179,7 @@ class CatchUp(object):
         """
         count, _ = unrecorded()
         if count:
-            consumer.get_marker(self.conf).flush(
+            process.get_marker(self.conf).flush(
                 self.conf.nova_ext_index.query_timeout)
             count, _ = unrecorded()
         if count:

@@ -29,7 +29,7 @@ from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db import migration
 
-from nova_ext.index import consumer
+from nova_ext.index import process
 
 UUID = '0b0b0b0b-0000-4000-8000-000000000001'
 
@@ -70,7 +70,7 @@ def main(argv):
         # Each write from an index without marks: the previous write's
         # release recorded first, so that nothing of it is left to hold
         # this one.
-        consumer.get_marker(config.CONF).flush(10)
+        process.get_marker(config.CONF).flush(10)
         _clear(index_path)
         write()
         print(json.dumps({'write': name, 'marked': _marked(index_path)}))

@@ -36,10 +36,10 @@ import sqlalchemy as sa
 
 from nova_ext.api import paste_config
 from nova_ext.entry_points import api as api_entry_point
-from nova_ext.index import consumer as index_consumer
 from nova_ext.index import db as index_db
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending as index_pending
+from nova_ext.index import process as index_process
 from nova_ext.instance_list import render
 from nova_ext.instance_list.render import render_cache
 from nova_ext.notifications import dispatcher
@@ -209,7 +209,7 @@ class IndexFixture(fixtures.Fixture):
         self.addCleanup(index_db.reset)
         self.addCleanup(render_cache.reset)
         # Runs before index_db.reset: the worker uses the engine.
-        self.addCleanup(index_consumer.reset)
+        self.addCleanup(index_process.reset)
         index_migration.db_sync(CONF)
         # Nova's CellDatabases fixture replaces target_cell with a wrapper
         # that only knows the harness's cell databases; tell it about the

@@ -27,8 +27,8 @@ from oslo_db import exception as db_exc
 
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import db_writes
-from nova_ext.index import consumer
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.index import refresh
 from nova_ext.tests.functional import test_index_parity as parity
 
@@ -162,7 +162,7 @@ class TestCaptureReadYourWrites(_CaptureBase):
         self.assertIn(server['id'],
                       self.assertSameAnswer(self.admin_api, uri).text)
         # Every change recorded and applied: no mark left to re-read it.
-        self.assertTrue(consumer.get_marker(ext_conf.CONF).flush(10))
+        self.assertTrue(process.get_marker(ext_conf.CONF).flush(10))
         self.assertSameAnswer(self.admin_api, uri)
         self.assertEqual(0, pending.count(self.index.engine))
         ctx = nova_context.get_admin_context()
@@ -221,16 +221,16 @@ class TestCaptureReadYourWrites(_CaptureBase):
         server = self._create_server(host='compute1-1', networks='none')
         self.assertSameAnswer(self.api, 'servers/detail', served=True)
         self.assertEqual({}, pending.take(self.index.engine, 10))
-        consumer.reset()
+        process.reset()
         self.flags(notification_batch_timeout=3600, group='nova_ext_index')
-        marker = consumer.get_marker(ext_conf.CONF)
+        marker = process.get_marker(ext_conf.CONF)
         marker.stall()
         self.api.put_server(server['id'], {'server': {'name': 'renamed'}})
-        self.assertEqual([server['id']], list(consumer.held()))
+        self.assertEqual([server['id']], list(process.held()))
         self.assertEqual({}, pending.take(self.index.engine, 10))
         self.assertSameAnswer(self.api, 'servers/detail?name=renamed',
                               served=True)
-        self.assertEqual({}, consumer.held())
+        self.assertEqual({}, process.held())
         self.assertListsNow(('', 'name=renamed'))
 
 
@@ -284,7 +284,7 @@ class TestCatchUpLimit(_CaptureBase):
             self.api.post_server_action(server['id'], {'lock': {}})
         # Their transactions' ends recorded (capture_release_delay), the
         # marks are done with once applied.
-        self.assertTrue(consumer.get_marker(ext_conf.CONF).flush(10))
+        self.assertTrue(process.get_marker(ext_conf.CONF).flush(10))
         self.assertEqual(2, len(pending.take(self.index.engine, 10)))
         before = self.selector.stats.snapshot()
         self.assertSameAnswer(self.admin_api, 'servers/detail',

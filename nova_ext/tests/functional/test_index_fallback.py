@@ -30,9 +30,9 @@ from nova.tests import fixtures as nova_fixtures
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import consumer
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import test_index_parity
 
@@ -110,7 +110,7 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
         blocker = sqlite3.connect(
             self.index.connection[len('sqlite:///'):], isolation_level=None)
         blocker.execute('BEGIN IMMEDIATE')
-        marker = consumer.get_marker(ext_conf.CONF)
+        marker = process.get_marker(ext_conf.CONF)
         marker.add_all([uuid], time.time() - 120)
 
         def heal():

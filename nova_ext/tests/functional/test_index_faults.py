@@ -34,9 +34,9 @@ import time
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import consumer
 from nova_ext.index import db
 from nova_ext.index import migration
+from nova_ext.index import process
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_backends as backends
@@ -107,8 +107,8 @@ class _Faults(capture_tests._CaptureBase):
         mend_it()
         self.broken = False
         # Nothing held back is lost: recorded, then served.
-        self.assertTrue(consumer.get_marker(CONF).flush(30))
-        self.assertEqual({}, consumer.held())
+        self.assertTrue(process.get_marker(CONF).flush(30))
+        self.assertEqual({}, process.held())
         self.now[0] += 1.1
         self.lists(served=True)
         self.act()

@@ -29,9 +29,9 @@ import sqlalchemy as sa
 
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
-from nova_ext.index import consumer
 from nova_ext.index import exporter
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.index import status
 from nova_ext.instance_list import serving
 from nova_ext.tests.functional import test_index_manage
@@ -145,13 +145,13 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
     def accept_marks(self):
         with self.index.engine.begin() as conn:
             conn.execute(sa.text('DROP TRIGGER refuse_marks'))
-        self.assertTrue(consumer.get_marker(CONF).flush(30))
-        self.assertEqual({}, consumer.held())
+        self.assertTrue(process.get_marker(CONF).flush(30))
+        self.assertEqual({}, process.held())
 
     def test_changes_unrecordable(self):
         self.refuse_marks()
-        consumer.get_marker(CONF).add_all([self.servers[0]], time.time())
-        self.assertEqual([self.servers[0]], list(consumer.held()))
+        process.get_marker(CONF).add_all([self.servers[0]], time.time())
+        self.assertEqual([self.servers[0]], list(process.held()))
         # No nova-api process has reported it yet: status cannot know.
         self.assertTold()
         counted, last_reason = self.list_servers(False)
@@ -175,8 +175,8 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
 
     def test_changes_unrecordable_past_max_lag(self):
         self.refuse_marks()
-        consumer.get_marker(CONF).add_all([self.servers[0]],
-                                          time.time() - 120)
+        process.get_marker(CONF).add_all([self.servers[0]],
+                                         time.time() - 120)
         counted, last_reason = self.list_servers(False)
         self.assertEqual({'unavailable': 1}, counted)
         self.assertRegex(last_reason, r'^changes unrecorded for 1[23]\d\.\d '

@@ -16,8 +16,8 @@ import sqlite3
 from nova import context as nova_context
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import consumer
 from nova_ext.index import db
+from nova_ext.index import process
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import test_index_capture as capture_tests
 from nova_ext.tests.functional import test_index_changes as changes
@@ -89,9 +89,9 @@ class TestChangeStreamWriterBlocked(changes._ChangeStream,
             celldbs = nova_context.target_cell.__self__
             celldbs._ctxt_mgrs[read_only] = db.get_context_manager(
                 ext_conf.CONF)
-            self.assertTrue(consumer.held())
+            self.assertTrue(process.held())
         elif step == self.READ_ONLY.stop:
-            self.assertTrue(consumer.held())
+            self.assertTrue(process.held())
             self.flags(connection=self.writable, group='nova_ext_index')
 
     def counted(self, step):
@@ -101,8 +101,8 @@ class TestChangeStreamWriterBlocked(changes._ChangeStream,
     def _stream(self, rng):
         super()._stream(rng)
         # Nothing held back is lost: recorded, and applied by the next list.
-        self.assertTrue(consumer.get_marker(ext_conf.CONF).flush(30))
-        self.assertEqual({}, consumer.held())
+        self.assertTrue(process.get_marker(ext_conf.CONF).flush(30))
+        self.assertEqual({}, process.held())
         self.assertSameNow(self.admin_api, 'servers/detail?all_tenants=1',
                            'after the block')
         self.assertNotSlowed()

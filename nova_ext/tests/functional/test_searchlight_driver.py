@@ -30,8 +30,8 @@ from requests_mock.contrib import fixture as rm_fixture
 from nova_ext.conf import searchlight as sl_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.entry_points import db_writes
-from nova_ext.index import consumer as index_consumer
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.instance_list import serving
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -225,7 +225,7 @@ class TestSearchlightChanges(_SearchlightTestCase):
     def releases_recorded(self):
         # The ends of Nova's transactions are recorded up to
         # capture_release_delay later; until then, their marks stay.
-        self.assertTrue(index_consumer.get_marker(cfg.CONF).flush(10))
+        self.assertTrue(process.get_marker(cfg.CONF).flush(10))
 
     def assertBehind(self, api, uri, server):
         self.assertSameAnswer(api, uri, 'unservable')

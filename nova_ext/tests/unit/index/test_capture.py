@@ -23,11 +23,11 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from nova_ext.entry_points import db_writes
-from nova_ext.index import consumer
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import migration
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.tests.unit import base
 
 A = '00000000-0000-0000-0000-00000000000a'
@@ -47,7 +47,7 @@ class CaptureTestCase(base.TestCase):
                    group='nova_ext_index')
         db.reset()
         self.addCleanup(db.reset)
-        self.addCleanup(consumer.reset)
+        self.addCleanup(process.reset)
         migration.db_sync(self.conf.conf)
         self.index = db.get_engine(self.conf.conf)
         self.cell = sa.create_engine('sqlite://')
@@ -72,7 +72,7 @@ class CaptureTestCase(base.TestCase):
         with self.sessions.begin() as session:
             yield session
         # The holds' releases, which the write does not wait for.
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
 
     def marked(self):
         return set(pending.take(self.index, 100))
@@ -152,7 +152,7 @@ class TestWhatIsCaptured(CaptureTestCase):
         session.rollback()
         session.close()
         # Held while the row was there to read: one more re-read of A.
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
         self.assertEqual({A}, self.marked())
         self.forget()
         self.assertEqual(set(), self.marked())
@@ -162,7 +162,7 @@ class TestWhatIsCaptured(CaptureTestCase):
         session.add(models.InstanceInfoCache(instance_uuid=A))
         session.rollback()
         session.close()
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
         self.assertEqual(set(), self.marked())
 
     def test_untracked_tables_mark_nothing(self):
@@ -237,7 +237,7 @@ class TestHolds(CaptureTestCase):
             session.add(models.InstanceMetadata(instance_uuid=B, key='k'))
             session.flush()
             nested.rollback()
-            consumer.get_marker(self.conf.conf).flush(5)
+            process.get_marker(self.conf.conf).flush(5)
             seen.append(self.holds())
         self.assertEqual([{A: 1, B: 1}], seen)
         self.assertEqual({}, self.holds())
@@ -263,7 +263,7 @@ class TestHolds(CaptureTestCase):
         self.assertEqual(set(), self.marked())
 
     def test_the_release_is_not_waited_for(self):
-        consumer.reset()
+        process.reset()
         self.flags(notification_batch_timeout=60, group='nova_ext_index')
         with self.sessions.begin() as session:
             session.add(models.InstanceInfoCache(instance_uuid=A))
@@ -274,14 +274,14 @@ class TestHolds(CaptureTestCase):
         self.assertEqual({A}, self.marked())
         # Not counted as a change this process has not recorded, which
         # would hand every list to Nova until the release is committed.
-        self.assertEqual({}, consumer.held())
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertEqual({}, process.held())
+        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
         self.assertEqual({}, self.holds())
         self.forget()
         self.assertEqual(set(), self.marked())
 
     def test_a_release_not_recorded_yet_holds_the_next_write(self):
-        consumer.reset()
+        process.reset()
         self.flags(notification_batch_timeout=60, group='nova_ext_index')
         for vm_state in ('x', 'y'):
             with self.sessions.begin() as session:
@@ -290,8 +290,8 @@ class TestHolds(CaptureTestCase):
         # The second transaction kept the first one's hold: one index
         # write for both, the mark held throughout.
         self.assertEqual({A: 1}, self.holds())
-        self.assertEqual({}, consumer.held())
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertEqual({}, process.held())
+        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
         self.assertEqual({}, self.holds())
 
     def test_a_failed_commit_releases(self):
@@ -305,7 +305,7 @@ class TestHolds(CaptureTestCase):
         self.assertRaises(RuntimeError, session.commit)
         session.rollback()
         session.close()
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
         self.assertEqual({}, self.holds())
 
     def test_the_holds_of_a_dead_holder_stop_counting(self):
@@ -351,10 +351,10 @@ class TestUnwritableIndex(CaptureTestCase):
             # not at all; both changes are held, not lost.
             self.assertGreaterEqual(first, 0.2)
             self.assertLess(second, 0.2)
-            self.assertEqual({A, B}, set(consumer.held()))
+            self.assertEqual({A, B}, set(process.held()))
         finally:
             blocker.execute('ROLLBACK')
             blocker.close()
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(15))
-        self.assertEqual({}, consumer.held())
+        self.assertTrue(process.get_marker(self.conf.conf).flush(15))
+        self.assertEqual({}, process.held())
         self.assertEqual({A, B}, self.marked())

@@ -18,6 +18,7 @@ from oslo_db import exception as db_exc
 
 from nova_ext.index import consumer
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.notifications import base as notifications_base
 from nova_ext.notifications import dispatcher
 from nova_ext.tests.unit.index import base as index_base
@@ -44,9 +45,9 @@ class TestIndexConsumer(index_base.MarkerTestCase):
         dispatcher.reset()
         self.worker = mock.Mock()
         self.useFixture(fixtures.MockPatchObject(
-            consumer, 'get_worker', return_value=self.worker))
+            process, 'get_worker', return_value=self.worker))
         # Before the worker is unpatched: stopping, the marker wakes it.
-        self.addCleanup(consumer.reset)
+        self.addCleanup(process.reset)
 
     def test_commits_when_nothing_follows(self):
         consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
@@ -69,19 +70,19 @@ class TestIndexConsumer(index_base.MarkerTestCase):
         index.consume(_notification('b'))
         index.consume(_notification('x', event_type='service.update'))
         self.assertEqual({}, self.marked())
-        self.assertTrue(consumer.get_marker(self.conf.conf).flush(10))
+        self.assertTrue(process.get_marker(self.conf.conf).flush(10))
         self.assertEqual([{'a': mock.ANY, 'b': mock.ANY}], self.batches)
 
     def test_never_raises_when_marks_fail(self):
         pending.mark.side_effect = db_exc.DBError('index away')
         consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
-        self.assertEqual(1, consumer.get_marker(self.conf.conf).buffered)
+        self.assertEqual(1, process.get_marker(self.conf.conf).buffered)
 
     def test_a_marker_without_its_thread_is_replaced(self):
         # As in a forked child, which inherits the object, not the thread.
-        first = consumer.get_marker(self.conf.conf)
+        first = process.get_marker(self.conf.conf)
         first.stop()
-        self.assertIsNot(first, consumer.get_marker(self.conf.conf))
+        self.assertIsNot(first, process.get_marker(self.conf.conf))
 
     def test_drained_dispatcher_has_recorded_every_change(self):
         self.flags(consumers=['index'], group='nova_ext_notifications')

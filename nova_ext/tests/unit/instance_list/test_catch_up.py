@@ -14,9 +14,9 @@
 import fixtures
 import sqlalchemy as sa
 
-from nova_ext.index import consumer
 from nova_ext.index import holders
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.index import refresh
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import catch_up
@@ -117,17 +117,17 @@ class TestOwnChangesRecordedFirst(index_base.IndexDBTestCase):
         # The marker commits only when urged.
         self.flags(notification_batch_timeout=3600, query_timeout=0.5,
                    group='nova_ext_index')
-        consumer.reset()
-        self.addCleanup(consumer.reset)
+        process.reset()
+        self.addCleanup(process.reset)
         self.catch_up = catch_up.CatchUp(self.conf.conf)
         self.applied = self.useFixture(fixtures.MockPatchObject(
             refresh, 'apply_marks', return_value=set())).mock
-        consumer.get_marker(self.conf.conf).add_all(['u1'], 5.0)
-        self.assertEqual(['u1'], list(consumer.held()))
+        process.get_marker(self.conf.conf).add_all(['u1'], 5.0)
+        self.assertEqual(['u1'], list(process.held()))
 
     def test_recorded_then_applied(self):
         self.catch_up('ctx')
-        self.assertEqual({}, consumer.held())
+        self.assertEqual({}, process.held())
         (call,) = self.applied.call_args_list
         self.assertEqual(['u1'], list(call.args[2]))
 
@@ -141,4 +141,4 @@ class TestOwnChangesRecordedFirst(index_base.IndexDBTestCase):
         self.assertEqual('1 captured changes not recorded in the index yet',
                          str(e))
         self.applied.assert_not_called()
-        self.assertEqual(['u1'], list(consumer.held()))
+        self.assertEqual(['u1'], list(process.held()))

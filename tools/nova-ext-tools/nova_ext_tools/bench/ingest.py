@@ -57,6 +57,7 @@ import sqlalchemy as sa
 from nova_ext import compat
 from nova_ext.index import consumer as index_consumer
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.index import refresh
 from nova_ext.index import sync
 from nova_ext.index import writer
@@ -260,7 +261,7 @@ def _measure(args, out, the_cloud):
     out['lost'] = {k: v for k, v in out['lost'].items() if v}
     out['failures'] = failures.summary()
     # Mark transactions that failed; their changes were kept and retried.
-    out['mark_retries'] = index_consumer.get_marker(CONF).failures
+    out['mark_retries'] = process.get_marker(CONF).failures
 
 
 class _Failures(object):

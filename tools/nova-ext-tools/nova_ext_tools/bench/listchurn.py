@@ -61,10 +61,10 @@ from oslo_config import cfg
 import sqlalchemy as sa
 
 from nova_ext.entry_points import db_writes
-from nova_ext.index import consumer
 from nova_ext.index import db as index_db
 from nova_ext.index import holders
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.index import refresh
 from nova_ext.index import sync
 from nova_ext.index import writer
@@ -163,10 +163,10 @@ def _write(ctx, cells, changes):
                     main_db.instance_update(cctxt, uuid, values)
     # Capture waits a bounded time for its marks; a list finding one
     # still unrecorded in this process would be handed to Nova.
-    if consumer.held() and not consumer.get_marker(CONF).flush(
+    if process.held() and not process.get_marker(CONF).flush(
             MARK_TIMEOUT):
         raise RuntimeError('capture could not record the changes of %d '
-                           'servers' % len(consumer.held()))
+                           'servers' % len(process.held()))
 
 
 def _release_dead_holds(engine):

@@ -42,8 +42,8 @@ from nova import utils
 from nova_ext import compat
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import db_writes
-from nova_ext.index import consumer
 from nova_ext.index import pending
+from nova_ext.index import process
 from nova_ext.index import refresh
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
@@ -162,7 +162,7 @@ def _measure(args, results, the_cloud):
     the_cloud.progress.done()
     # That capture was at work: the releases its marker committed.
     results['environment']['capture_releases_recorded'] = (
-        consumer.get_marker(ext_conf.CONF).marked)
+        process.get_marker(ext_conf.CONF).marked)
     results['metrics'] = [
         {'metric': '%s, per server, %s' % (what, stat), 'unit': 'ms',
          STOCK: measure.summary(samples[STOCK][what], 1000.0)[stat],
