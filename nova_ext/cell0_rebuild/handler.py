@@ -15,7 +15,7 @@ Switched on by ``[nova_ext_cell0_rebuild]enabled``. It serves three
 routes, and on each lets Nova's own code decide everything it can:
 
 - ``POST /servers``: Nova creates the servers; once it answered 202, the
-  requested networks are recorded for each (capture.py).
+  requested networks are recorded for each (on_create.py).
 - ``POST /servers/{id}/action`` with ``rebuild``, for a server mapped to
   cell0, at or above ``min_microversion``: Nova's own ``ServersController``
   runs the rebuild (validation, policy, errors, response), with a compute
@@ -34,10 +34,10 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from nova_ext.api import base
-from nova_ext.cell0_rebuild import capture
 from nova_ext.cell0_rebuild import compute_api
 from nova_ext.cell0_rebuild import eligibility
 from nova_ext.cell0_rebuild import objects as ext_objects
+from nova_ext.cell0_rebuild import on_create
 from nova_ext import compat
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points.internals import servers_controller
@@ -104,8 +104,8 @@ class Cell0RebuildHandler(base.Handler):
             return response
         context = request.environ['nova.context']
         try:
-            count = capture.record(controller(), context, server,
-                                   jsonutils.loads(response.body))
+            count = on_create.record(controller(), context, server,
+                                     jsonutils.loads(response.body))
             LOG.debug('Recorded the requested networks of %d server(s)',
                       count)
         except Exception:

@@ -12,7 +12,7 @@
 """Server lists rendered from a driver's rows (``fast_render``).
 
 :func:`respond` answers ``GET /servers`` and ``GET /servers/detail``:
-Nova's controller validates the request (capture.py), the driver lists
+Nova's controller validates the request (controller.py), the driver lists
 the page as rows (a :class:`~nova_ext.instance_list.base.RowsDriver`), and
 Nova's view builder renders them (fastpath.py, view.py, rows.py; with the
 render cache, render_cache.py and narrow.py); the body is serialised and
@@ -25,7 +25,7 @@ schemas.
 from nova.api.openstack import wsgi as nova_wsgi
 
 from nova_ext import exception
-from nova_ext.instance_list.render import capture
+from nova_ext.instance_list.render import controller
 from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import render_cache
@@ -65,7 +65,7 @@ def respond(conf, selector, request, detail):
     :raises NotRendered: Nova renders this request.
     :raises Declined: the driver did not list the page.
     """
-    listing = capture.listing(request.environ, detail=detail)
+    listing = controller.listing(request.environ, detail=detail)
     if listing is None:
         return None
     try:

@@ -53,7 +53,7 @@ COMPONENTS = (
     ('serialize the body', ('ResponseObject.serialize', 'json/encoder.py',
                             'oslo_serialization/')),
     ('Nova\'s controller: validate the request', (
-        'nova_ext/instance_list/render/capture.py',
+        'nova_ext/instance_list/render/controller.py',
         'nova/api/openstack/compute/servers.py')),
     ('nova_ext: its filter, the page\'s other steps', (
         'nova_ext/api/', 'nova_ext/entry_points/api.py',

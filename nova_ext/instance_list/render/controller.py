@@ -71,7 +71,7 @@ class Listing(object):
 
 
 @functools.cache
-def controller():
+def servers():
     """nova_ext's ServersController, made once per process."""
     return servers_controller.controller(_ListingAPI())
 
@@ -88,7 +88,7 @@ def listing(environ, detail):
     request = nova_wsgi.Request(environ)
     try:
         request.set_api_version_request()
-        ctrl = controller()
+        ctrl = servers()
         (ctrl.detail if detail else ctrl.index)(req=request)
     except _Listed as listed:
         return Listing(request, detail, listed.context, listed.kwargs)

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Nova's controller lists through its compute API, which capture stops."""
+"""Nova's controller lists through its compute API, which nova_ext stops."""
 
 import inspect
 import re
@@ -18,7 +18,7 @@ import fixtures
 from nova.api.openstack.compute import servers as nova_servers
 from nova.compute import api as compute_api
 
-from nova_ext.instance_list.render import capture
+from nova_ext.instance_list.render import controller
 from nova_ext.tests.unit import base
 
 
@@ -33,8 +33,8 @@ class TestController(base.TestCase):
         # Nova's compute API wants an RPC transport when it is made.
         self.useFixture(fixtures.MockPatchObject(
             compute_api.API, '__init__', return_value=None))
-        capture.controller.cache_clear()
-        self.addCleanup(capture.controller.cache_clear)
+        controller.servers.cache_clear()
+        self.addCleanup(controller.servers.cache_clear)
 
     def test_nova_lists_through_compute_api_get_all(self):
         ctrl = nova_servers.ServersController
@@ -43,10 +43,11 @@ class TestController(base.TestCase):
         self.assertIn('self.compute_api.get_all(', _code(ctrl._get_servers))
 
     def test_get_all_hands_back_its_arguments(self):
-        ctrl = capture.controller()
+        ctrl = controller.servers()
         self.assertIsInstance(ctrl, nova_servers.ServersController)
-        self.assertIs(ctrl, capture.controller())
-        listed = self.assertRaises(capture._Listed, ctrl.compute_api.get_all,
-                                   'ctx', limit=5, sort_keys=['uuid'])
+        self.assertIs(ctrl, controller.servers())
+        listed = self.assertRaises(
+            controller._Listed, ctrl.compute_api.get_all, 'ctx', limit=5,
+            sort_keys=['uuid'])
         self.assertEqual('ctx', listed.context)
         self.assertEqual({'limit': 5, 'sort_keys': ['uuid']}, listed.kwargs)
