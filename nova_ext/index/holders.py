@@ -46,10 +46,11 @@ import sqlalchemy as sa
 
 from nova_ext.index import db
 from nova_ext.index import pending
+from nova_ext.index import schema
 
 LOG = logging.getLogger(__name__)
 
-HOLDERS, HOLDS = pending.HOLDERS, pending.HOLDS
+HOLDERS, HOLDS = schema.HOLDERS, schema.HOLDS
 
 _LOCK = threading.Lock()
 _LEASE = _WATCH = None

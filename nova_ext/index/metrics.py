@@ -29,12 +29,10 @@ import time
 import sqlalchemy as sa
 
 from nova_ext.index import db
+from nova_ext.index import schema
 
-METRICS = sa.table(
-    'nova_ext_index_metrics',
-    sa.column('host', sa.String), sa.column('pid', sa.Integer),
-    sa.column('driver', sa.String), sa.column('started_at', sa.Float),
-    sa.column('updated_at', sa.Float), sa.column('counts', sa.Text))
+COUNTERS = schema.API_COUNTERS
+
 
 #: Rows older than this are forgotten.
 EXPIRY = 86400.0
@@ -65,12 +63,12 @@ def publish(engine, driver, counts, now=None, timeout=None,
     row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
            'counts': json.dumps(document, sort_keys=True)}
     with db.begin_write(engine, timeout) as conn:
-        updated = conn.execute(sa.update(METRICS).where(
-            METRICS.c.host == host, METRICS.c.pid == pid).values(**row))
+        updated = conn.execute(sa.update(COUNTERS).where(
+            COUNTERS.c.host == host, COUNTERS.c.pid == pid).values(**row))
         if not updated.rowcount:
-            conn.execute(sa.insert(METRICS).values(host=host, pid=pid, **row))
-        conn.execute(sa.delete(METRICS).where(
-            METRICS.c.updated_at < now - EXPIRY))
+            conn.execute(sa.insert(COUNTERS).values(host=host, pid=pid, **row))
+        conn.execute(sa.delete(COUNTERS).where(
+            COUNTERS.c.updated_at < now - EXPIRY))
 
 
 def collect(engine):
@@ -82,8 +80,8 @@ def collect(engine):
     handed to Nova (``serving.Stats``).
     """
     with engine.connect() as conn:
-        rows = conn.execute(sa.select(METRICS).order_by(
-            METRICS.c.updated_at.desc()))
+        rows = conn.execute(sa.select(COUNTERS).order_by(
+            COUNTERS.c.updated_at.desc()))
         found = []
         for row in rows:
             counts = json.loads(row.counts)

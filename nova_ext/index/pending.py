@@ -36,28 +36,9 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from nova_ext.index import db
+from nova_ext.index import schema
 from nova_ext.index import sequence
 from nova_ext.index import sqlite
-
-PENDING = sa.table(
-    'nova_ext_index_pending',
-    sa.column('uuid', sa.String), sa.column('first_event_at', sa.Float),
-    sa.column('last_event_at', sa.Float), sa.column('attempts', sa.Integer),
-    sa.column('seq', sa.BigInteger))
-
-#: One row per hold: ``(uuid, holder, token)``, the holder's own number
-#: for the Nova transaction that holds the mark (``nova_ext.index.holders``).
-HOLDS = sa.table(
-    'nova_ext_index_holds',
-    sa.column('uuid', sa.String), sa.column('holder', sa.String),
-    sa.column('token', sa.BigInteger))
-
-#: The processes that hold marks, each counting ``beats`` up while it lives.
-HOLDERS = sa.table(
-    'nova_ext_index_holders',
-    sa.column('holder', sa.String), sa.column('host', sa.String),
-    sa.column('pid', sa.Integer), sa.column('beats', sa.BigInteger),
-    sa.column('started_at', sa.Float))
 
 
 def coalesce(events, into=None):
@@ -180,17 +161,18 @@ def _hold(conn, holds):
         _execute_upsert(conn, 'holds', holds)
         return
     for key in holds:
-        if not conn.execute(sa.select(HOLDS.c.token).where(
-                HOLDS.c.uuid == key['uuid'], HOLDS.c.holder == key['holder'],
-                HOLDS.c.token == key['token'])).first():
-            conn.execute(sa.insert(HOLDS).values(**key))
+        c = schema.HOLDS.c
+        if not conn.execute(sa.select(c.token).where(
+                c.uuid == key['uuid'], c.holder == key['holder'],
+                c.token == key['token'])).first():
+            conn.execute(sa.insert(schema.HOLDS).values(**key))
 
 
 def _release(conn, releases):
-    conn.execute(sa.delete(HOLDS).where(
-        HOLDS.c.uuid == sa.bindparam('r_uuid'),
-        HOLDS.c.holder == sa.bindparam('r_holder'),
-        HOLDS.c.token == sa.bindparam('r_token')),
+    conn.execute(sa.delete(schema.HOLDS).where(
+        schema.HOLDS.c.uuid == sa.bindparam('r_uuid'),
+        schema.HOLDS.c.holder == sa.bindparam('r_holder'),
+        schema.HOLDS.c.token == sa.bindparam('r_token')),
         [{'r_uuid': key['uuid'], 'r_holder': key['holder'],
           'r_token': key['token']} for key in releases])
 
@@ -212,9 +194,9 @@ def _upsert(dialect, table):
     without upserts. One statement, which starts with a write: no read
     whose result another writer could change before the write.
     """
-    target = PENDING if table == 'pending' else HOLDS
-    keys = ([PENDING.c.uuid] if table == 'pending' else
-            [HOLDS.c.uuid, HOLDS.c.holder, HOLDS.c.token])
+    target = schema.PENDING if table == 'pending' else schema.HOLDS
+    keys = ([schema.PENDING.c.uuid] if table == 'pending' else
+            [schema.HOLDS.c.uuid, schema.HOLDS.c.holder, schema.HOLDS.c.token])
     if dialect in ('sqlite', 'postgresql'):
         insert = (sqlite_dialect if dialect == 'sqlite'
                   else postgresql).insert
@@ -239,7 +221,7 @@ def _upsert(dialect, table):
 
 def _merged(new, least, greatest):
     """What an upsert sets: ``new`` (the row offered) merged in."""
-    c = PENDING.c
+    c = schema.PENDING.c
     return {'first_event_at': least(c.first_event_at, new.first_event_at),
             'last_event_at': greatest(c.last_event_at, new.last_event_at),
             'seq': new.seq}
@@ -289,8 +271,8 @@ def _mark(conn, rows):
         _execute_upsert(conn, 'pending', rows)
         return
     held = {row.uuid: row for row in conn.execute(
-        sa.select(PENDING).where(PENDING.c.uuid.in_([r['uuid']
-                                                     for r in rows])))}
+        sa.select(schema.PENDING).where(schema.PENDING.c.uuid.in_(
+            [r['uuid'] for r in rows])))}
     new = []
     for values in rows:
         row = held.get(values['uuid'])
@@ -299,13 +281,13 @@ def _mark(conn, rows):
             continue
         # Renewed even when the times say nothing new: a reader that took
         # the mark before must not remove it.
-        conn.execute(sa.update(PENDING).where(
-            PENDING.c.uuid == row.uuid).values(
+        conn.execute(sa.update(schema.PENDING).where(
+            schema.PENDING.c.uuid == row.uuid).values(
             first_event_at=min(values['first_event_at'], row.first_event_at),
             last_event_at=max(values['last_event_at'], row.last_event_at),
             seq=values['seq']))
     if new:
-        conn.execute(sa.insert(PENDING), new)
+        conn.execute(sa.insert(schema.PENDING), new)
 
 
 def take(engine, limit, skip=()):
@@ -320,8 +302,9 @@ def take(engine, limit, skip=()):
         # Skipped here rather than with NOT IN: a cell down for long can
         # fail more marks than a statement takes parameters. At most
         # len(skip) rows more than taken are read.
-        rows = conn.execute(sa.select(PENDING.c.uuid, PENDING.c.seq)
-                            .order_by(PENDING.c.first_event_at)
+        c = schema.PENDING.c
+        rows = conn.execute(sa.select(c.uuid, c.seq)
+                            .order_by(c.first_event_at)
                             .limit(limit + len(skip)))
         for row in rows:
             if row.uuid not in skip:
@@ -343,14 +326,14 @@ def unmark(engine, taken):
     """
     if not taken:
         return
-    held = sa.exists().where(HOLDS.c.uuid == PENDING.c.uuid,
-                             HOLDERS.c.holder == HOLDS.c.holder)
+    held = sa.exists().where(schema.HOLDS.c.uuid == schema.PENDING.c.uuid,
+                             schema.HOLDERS.c.holder == schema.HOLDS.c.holder)
 
     def _unmark(conn):
         # One statement, executed for every mark (executemany).
-        conn.execute(sa.delete(PENDING).where(
-            PENDING.c.uuid == sa.bindparam('taken_uuid'),
-            PENDING.c.seq == sa.bindparam('taken_seq'), ~held),
+        conn.execute(sa.delete(schema.PENDING).where(
+            schema.PENDING.c.uuid == sa.bindparam('taken_uuid'),
+            schema.PENDING.c.seq == sa.bindparam('taken_seq'), ~held),
             [{'taken_uuid': uuid, 'taken_seq': seq}
              for uuid, seq in sorted(taken.items())])
     # On MariaDB two unmarking writers, or one and a writer of holds, can
@@ -376,9 +359,9 @@ def failed(engine, uuids):
     if not uuids:
         return
     with db.begin_write(engine) as conn:
-        conn.execute(sa.update(PENDING).where(
-            PENDING.c.uuid.in_(list(uuids))).values(
-            attempts=PENDING.c.attempts + 1))
+        conn.execute(sa.update(schema.PENDING).where(
+            schema.PENDING.c.uuid.in_(list(uuids))).values(
+            attempts=schema.PENDING.c.attempts + 1))
 
 
 def oldest_age(engine, now=None):
@@ -388,7 +371,7 @@ def oldest_age(engine, now=None):
     """
     with engine.connect() as conn:
         oldest = conn.execute(
-            sa.select(sa.func.min(PENDING.c.first_event_at))).scalar()
+            sa.select(sa.func.min(schema.PENDING.c.first_event_at))).scalar()
     if oldest is None:
         return 0.0
     return max(0.0, (time.time() if now is None else now) - oldest)
@@ -397,4 +380,4 @@ def oldest_age(engine, now=None):
 def count(engine):
     with engine.connect() as conn:
         return conn.execute(
-            sa.select(sa.func.count()).select_from(PENDING)).scalar()
+            sa.select(sa.func.count()).select_from(schema.PENDING)).scalar()

@@ -42,7 +42,7 @@ from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
 from nova_ext.index import holders
-from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.index import sqlite
 from nova_ext.index import sync
 from nova_ext.index import verify
@@ -50,15 +50,9 @@ from nova_ext.service import periodic
 
 LOG = logging.getLogger(__name__)
 
-LEASES = sa.table(
-    'nova_ext_index_reconcile',
-    sa.column('name', sa.String), sa.column('holder', sa.String),
-    sa.column('generation', sa.BigInteger), sa.column('timer', sa.String),
-    sa.column('last_holder', sa.String),
-    sa.column('last_started_at', sa.Float),
-    sa.column('last_finished_at', sa.Float),
-    sa.column('last_result', sa.Text))
-HOLDERS = pending.HOLDERS
+LEASES = schema.RECONCILE_LEASES
+
+HOLDERS = schema.HOLDERS
 
 NAME = 'reconcile'
 

@@ -27,6 +27,7 @@ from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.index import sequence
 from nova_ext.index import source
 from nova_ext.index import writer
@@ -317,8 +318,8 @@ def remove(engine, uuids):
     """
     def _remove(conn):
         held = [r.uuid for r in conn.execute(
-            sa.select(writer.BOOK.c.uuid).where(
-                writer.BOOK.c.uuid.in_(list(uuids))))]
+            sa.select(schema.INSTANCES.c.uuid).where(
+                schema.INSTANCES.c.uuid.in_(list(uuids))))]
         writer.delete_rows(conn, held)
         return len(held)
     return db.write(engine, _remove)

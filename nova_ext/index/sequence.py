@@ -37,13 +37,8 @@ to one node, as OpenStack deployments do.
 
 import sqlalchemy as sa
 
-#: One row per number taken; all but the highest are pruned (:func:`prune`)
-#: while every backend keeps counting from the highest ever given.
-SEQUENCE = sa.Table(
-    'nova_ext_index_sequence', sa.MetaData(),
-    sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'),
-              primary_key=True, autoincrement=True),
-    sqlite_autoincrement=True)
+from nova_ext.index import schema
+
 
 #: The statement that takes a number on SQLite, outside any transaction
 #: (``pending._mark_sqlite``).
@@ -52,12 +47,13 @@ SQLITE_NEXT = 'INSERT INTO nova_ext_index_sequence DEFAULT VALUES'
 
 def next_number(conn):
     """Take the next number, in ``conn``'s transaction."""
-    return conn.execute(SEQUENCE.insert()).inserted_primary_key[0]
+    return conn.execute(schema.SEQUENCE.insert()).inserted_primary_key[0]
 
 
 def current(conn):
     """The highest number committed: a read's ticket; 0 before any."""
-    return conn.execute(sa.select(sa.func.max(SEQUENCE.c.id))).scalar() or 0
+    return conn.execute(
+        sa.select(sa.func.max(schema.SEQUENCE.c.id))).scalar() or 0
 
 
 def ticket(engine):
@@ -69,5 +65,5 @@ def ticket(engine):
 def prune(conn):
     """Drop every number but the highest; how many were dropped."""
     top = current(conn)
-    return conn.execute(sa.delete(SEQUENCE).where(
-        SEQUENCE.c.id < top)).rowcount
+    return conn.execute(sa.delete(schema.SEQUENCE).where(
+        schema.SEQUENCE.c.id < top)).rowcount

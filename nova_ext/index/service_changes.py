@@ -23,10 +23,10 @@ read from a cell only under the generation it read first
 import sqlalchemy as sa
 
 from nova_ext.index import db
+from nova_ext.index import schema
 
-CHANGES = sa.table(
-    'nova_ext_index_service_changes',
-    sa.column('host', sa.String), sa.column('generation', sa.BigInteger))
+CHANGES = schema.SERVICE_CHANGES
+
 
 #: The notifications that change what host_status reads.
 EVENT_TYPES = ('service.create', 'service.update', 'service.delete')

@@ -29,8 +29,7 @@ from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import reconcile
 from nova_ext.index import rules
-from nova_ext.index import sync
-from nova_ext.index import writer
+from nova_ext.index import schema
 
 #: Seconds within which a nova-api process's report decides the verdict.
 #: A process reports after a list request, at most every ten seconds; one
@@ -60,10 +59,10 @@ def collect(ctx, conf, now=None):
     names = {c.uuid: c.name for c in objects.CellMappingList.get_all(ctx)}
     with engine.connect() as conn:
         counts = dict(conn.execute(sa.select(
-            writer.BOOK.c.cell_uuid, sa.func.count()).group_by(
-            writer.BOOK.c.cell_uuid)).all())
+            schema.INSTANCES.c.cell_uuid, sa.func.count()).group_by(
+            schema.INSTANCES.c.cell_uuid)).all())
         cursors = {r.cell_uuid: r for r in conn.execute(sa.select(
-            sync.CURSORS))}
+            schema.SYNC_CURSORS))}
     report['cells'] = [
         {'cell_uuid': uuid, 'name': names.get(uuid),
          'instances': counts.get(uuid, 0),
@@ -114,7 +113,7 @@ def reasons(report):
 def _reconcile(engine):
     # An index not yet upgraded has no lease table; the revision line
     # already says so.
-    if not sa.inspect(engine).has_table(reconcile.LEASES.name):
+    if not sa.inspect(engine).has_table(schema.RECONCILE_LEASES.name):
         return None
     return reconcile.read(engine)
 

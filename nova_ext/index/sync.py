@@ -29,16 +29,11 @@ from nova import objects
 import sqlalchemy as sa
 
 from nova_ext.index import db
+from nova_ext.index import schema
 from nova_ext.index import sequence
 from nova_ext.index import source
 from nova_ext.index import verify
 from nova_ext.index import writer
-
-CURSORS = sa.table(
-    'nova_ext_index_sync',
-    sa.column('cell_uuid', sa.String),
-    sa.column('last_source_id', sa.Integer),
-    sa.column('started_at', sa.Float), sa.column('finished_at', sa.Float))
 
 
 def cells(ctx, cell_uuid=None):
@@ -51,13 +46,13 @@ def cells(ctx, cell_uuid=None):
 
 def _cursor(engine, cell_uuid, restart):
     with db.begin_write(engine) as conn:
-        row = conn.execute(sa.select(CURSORS).where(
-            CURSORS.c.cell_uuid == cell_uuid)).first()
+        row = conn.execute(sa.select(schema.SYNC_CURSORS).where(
+            schema.SYNC_CURSORS.c.cell_uuid == cell_uuid)).first()
         if row is not None and not restart and row.finished_at is None:
             return row.last_source_id
-        conn.execute(sa.delete(CURSORS).where(
-            CURSORS.c.cell_uuid == cell_uuid))
-        conn.execute(sa.insert(CURSORS).values(
+        conn.execute(sa.delete(schema.SYNC_CURSORS).where(
+            schema.SYNC_CURSORS.c.cell_uuid == cell_uuid))
+        conn.execute(sa.insert(schema.SYNC_CURSORS).values(
             cell_uuid=cell_uuid, last_source_id=0, started_at=time.time(),
             finished_at=None))
         return 0
@@ -68,15 +63,15 @@ def _advance(engine, cell_uuid, last_id, finished=False):
     if finished:
         values['finished_at'] = time.time()
     with db.begin_write(engine) as conn:
-        conn.execute(sa.update(CURSORS).where(
-            CURSORS.c.cell_uuid == cell_uuid).values(**values))
+        conn.execute(sa.update(schema.SYNC_CURSORS).where(
+            schema.SYNC_CURSORS.c.cell_uuid == cell_uuid).values(**values))
 
 
 def _held(engine, cell_uuid, uuids):
     """``{uuid: deleted_at}`` of ``uuids`` the index holds from a cell."""
     if not uuids:
         return {}
-    book = writer.BOOK
+    book = schema.INSTANCES
     with engine.connect() as conn:
         return {row.uuid: row.deleted_at for row in conn.execute(
             sa.select(book.c.uuid, book.c.deleted_at).where(

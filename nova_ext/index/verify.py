@@ -33,10 +33,11 @@ import sqlalchemy as sa
 
 from nova_ext.index import db
 from nova_ext.index import refresh
+from nova_ext.index import schema
 from nova_ext.index import source
 from nova_ext.index import writer
 
-BOOK = writer.BOOK
+BOOK = schema.INSTANCES
 
 #: How many differing uuids a report keeps as examples.
 SAMPLES = 10

@@ -34,17 +34,9 @@ import sqlalchemy as sa
 
 from nova_ext.index import db
 from nova_ext.index import ids
+from nova_ext.index import schema
 from nova_ext.index import source
 
-# Typed, so that SQLite hands back datetimes and floats, not strings.
-BOOK = sa.table(
-    'nova_ext_index_instances',
-    sa.column('uuid', sa.String), sa.column('cell_uuid', sa.String),
-    sa.column('source_id', sa.Integer),
-    sa.column('source_updated_at', sa.DateTime),
-    sa.column('read_at', sa.Float), sa.column('deleted_at', sa.DateTime),
-    sa.column('digest', sa.String), sa.column('checked_at', sa.Float),
-    sa.column('ticket', sa.BigInteger))
 
 #: What the index holds of an instance, in parts that are written apart:
 #: its row, its rows of each related table, its security groups.
@@ -107,7 +99,8 @@ def _book(conn, uuids):
     # both would decide on the book as it was, and the older read's
     # changed columns could land over the newer read's row. (SQLite's
     # writers hold its one write lock from their first statement.)
-    rows = conn.execute(sa.select(BOOK).where(BOOK.c.uuid.in_(uuids))
+    rows = conn.execute(sa.select(schema.INSTANCES)
+                        .where(schema.INSTANCES.c.uuid.in_(uuids))
                         .with_for_update())
     return {row.uuid: row for row in rows}
 
@@ -145,7 +138,8 @@ def _delete(conn, by_part):
 
 def _delete_book(conn, uuids):
     if uuids:
-        conn.execute(sa.delete(BOOK).where(BOOK.c.uuid.in_(uuids)))
+        conn.execute(sa.delete(schema.INSTANCES).where(
+            schema.INSTANCES.c.uuid.in_(uuids)))
 
 
 def _without_id(row):
@@ -210,7 +204,7 @@ def _replace(conn, writes, remove):
     delete_rows(conn, uuids)
     _insert(conn, writes)
     if writes:
-        conn.execute(sa.insert(BOOK), [
+        conn.execute(sa.insert(schema.INSTANCES), [
             dict(_book_values(w), uuid=w.uuid, cell_uuid=w.read.cell_uuid)
             for w in writes])
 
@@ -231,8 +225,8 @@ def _patch(conn, writes):
                                           if p != 'instances'))
                    for w in writes])
     _update_instances(conn, [w for w in writes if 'instances' in w.parts])
-    conn.execute(sa.update(BOOK).where(
-        BOOK.c.uuid == sa.bindparam('b_uuid')),
+    conn.execute(sa.update(schema.INSTANCES).where(
+        schema.INSTANCES.c.uuid == sa.bindparam('b_uuid')),
         [dict(_book_values(w), b_uuid=w.uuid) for w in writes])
 
 
@@ -281,8 +275,8 @@ def _touch(conn, reads):
         book's (else it would be stale).
     """
     if reads:
-        conn.execute(sa.update(BOOK).where(
-            BOOK.c.uuid == sa.bindparam('touched')).values(
+        conn.execute(sa.update(schema.INSTANCES).where(
+            schema.INSTANCES.c.uuid == sa.bindparam('touched')).values(
             checked_at=sa.bindparam('at'), ticket=sa.bindparam('t')),
             [{'touched': uuid, 'at': read.read_at, 't': read.ticket}
              for read, uuid in reads])

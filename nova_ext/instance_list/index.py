@@ -45,8 +45,8 @@ from nova_ext.index import ids
 from nova_ext.index import metrics
 from nova_ext.index import migration
 from nova_ext.index import rules
+from nova_ext.index import schema
 from nova_ext.index import source
-from nova_ext.index import writer
 from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import cellhealth
@@ -247,7 +247,7 @@ class IndexDriver(base.RowsDriver):
         """
         try:
             with db.get_engine(self.conf).connect() as conn:
-                for table in source.tables() + [writer.BOOK]:
+                for table in source.tables() + [schema.INSTANCES]:
                     conn.execute(sa.select(table).limit(0)).all()
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             return '%s: %s' % (type(e).__name__, e)
@@ -261,7 +261,7 @@ class IndexDriver(base.RowsDriver):
 
     def versions(self, uuids):
         """``{uuid: when the index last wrote the row}`` (render cache)."""
-        book = writer.BOOK
+        book = schema.INSTANCES
         with db.get_engine(self.conf).connect() as conn:
             return dict(conn.execute(
                 sa.select(book.c.uuid, book.c.read_at).where(
@@ -302,7 +302,7 @@ class IndexDriver(base.RowsDriver):
         return found
 
     def _volumes_from_cells(self, ctx, uuids):
-        book = writer.BOOK
+        book = schema.INSTANCES
         with db.get_engine(self.conf).connect() as conn:
             cells = conn.execute(sa.select(book.c.uuid, book.c.cell_uuid)
                                  .where(book.c.uuid.in_(uuids))).all()

@@ -37,7 +37,7 @@ import testtools
 from nova_ext import conf as ext_conf
 from nova_ext.index import db as index_db
 from nova_ext.index import migration as index_migration
-from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.tests.functional import conductor_process
 
 NOVA_CONF = """
@@ -93,7 +93,7 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
         # for (nova_ext.index.holders).
         engine = index_db.get_engine(ext_conf.CONF)
         with engine.connect() as conn:
-            for table in (pending.HOLDERS, pending.HOLDS):
+            for table in (schema.HOLDERS, schema.HOLDS):
                 self.assertEqual(0, conn.execute(sa.select(
                     sa.func.count()).select_from(table)).scalar())
 

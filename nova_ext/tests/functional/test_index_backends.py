@@ -70,6 +70,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.index import sequence
 from nova_ext.index import service_changes
 from nova_ext.index import source
@@ -172,7 +173,7 @@ class _Schema(_OnServer):
         pending.mark(self.index.engine, [('u1', now)])
         with self.index.engine.connect() as conn:
             last = conn.execute(sa.select(
-                pending.PENDING.c.last_event_at)).scalar()
+                schema.PENDING.c.last_event_at)).scalar()
         self.assertAlmostEqual(now, last, delta=0.001)
         self.assertLess(
             pending.oldest_age(self.index.engine, now=now + 1), 1.001)
@@ -183,13 +184,13 @@ class _Schema(_OnServer):
         # recorded again records its holds and releases once.
         engine = self.index.engine
         with engine.begin() as conn:
-            conn.execute(sa.insert(pending.HOLDERS).values(
+            conn.execute(sa.insert(schema.HOLDERS).values(
                 holder='h', host='x', pid=1, beats=0, started_at=0.0))
         for _ in range(2):
             pending.mark(engine, {'a': (1.0, 1.0)}, [('a', 'h', 1)])
         pending.mark(engine, {'a': (0.5, 2.0), 'b': (2.0, 2.0)},
                      [('a', 'h', 2), ('b', 'h', 2)])
-        c, h = pending.PENDING.c, pending.HOLDS.c
+        c, h = schema.PENDING.c, schema.HOLDS.c
         with engine.connect() as conn:
             got = {r[0]: tuple(r[1:]) for r in conn.execute(sa.select(
                 c.uuid, c.first_event_at, c.last_event_at))}
@@ -237,7 +238,7 @@ class _Schema(_OnServer):
         pending.mark(self.index.engine, [('u1', 10.0)])
         self.assertEqual([], raised)
         self.assertEqual(1, len(raced))
-        c = pending.PENDING.c
+        c = schema.PENDING.c
         with self.index.engine.connect() as conn:
             got = conn.execute(sa.select(c.uuid, c.last_event_at,
                                          c.seq)).all()
@@ -288,7 +289,7 @@ class _Schema(_OnServer):
         writer.apply(engine, read(2, 'building', 'networking'), [server])
         later.join(60)
         self.assertFalse(later.is_alive())
-        c, book = source.INSTANCES.c, writer.BOOK.c
+        c, book = source.INSTANCES.c, schema.INSTANCES.c
         with engine.connect() as conn:
             row = conn.execute(sa.select(c.vm_state, c.task_state).where(
                 c.uuid == server)).one()

@@ -49,7 +49,7 @@ import sqlalchemy as sa
 
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import pending
-from nova_ext.index import writer
+from nova_ext.index import schema
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import test_index_capture as capture_tests
@@ -393,7 +393,7 @@ class _ChangeStream(object):
             volumes = [(r.instance_uuid, r.volume_id, r.deleted)
                        for r in conn.execute(sa.select(bdms).where(
                            bdms.c.instance_uuid.in_(uuids)))]
-        book = writer.BOOK
+        book = schema.INSTANCES
         with self.index.engine.connect() as conn:
             held = [dict(r._mapping) for r in conn.execute(
                 sa.select(book).where(book.c.uuid.in_(uuids)))]

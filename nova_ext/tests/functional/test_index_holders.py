@@ -32,8 +32,8 @@ from nova import context as nova_context
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import pending
 from nova_ext.index import refresh
+from nova_ext.index import schema
 from nova_ext.tests.functional import holder_process
 from nova_ext.tests.functional import test_capture_process
 from nova_ext.tests.functional import test_index_parity
@@ -100,11 +100,11 @@ class TestDeadHolder(test_index_parity.IndexTestCase):
         self.assertEveryAnswer(served=True)
         proc = self.start_holder()
         self.assertEqual([(u,) for u in HELD],
-                         self.table(pending.PENDING, 'uuid'))
-        [(holder, pid)] = self.table(pending.HOLDERS, 'holder', 'pid')
+                         self.table(schema.PENDING, 'uuid'))
+        [(holder, pid)] = self.table(schema.HOLDERS, 'holder', 'pid')
         self.assertEqual(proc.pid, pid)
         self.assertEqual([(u, holder) for u in HELD],
-                         self.table(pending.HOLDS, 'uuid', 'holder'))
+                         self.table(schema.HOLDS, 'uuid', 'holder'))
         # Alive, it beats: longer than holder_timeout, its holds count.
         deadline = time.monotonic() + self.TIMEOUT * 1.5
         while time.monotonic() < deadline:
@@ -128,6 +128,6 @@ class TestDeadHolder(test_index_parity.IndexTestCase):
             time.sleep(0.2)
         self.assertGreaterEqual(time.monotonic() - killed, self.TIMEOUT)
         self.assertEveryAnswer(served=True)
-        self.assertEqual([], self.table(pending.HOLDERS, 'holder'))
-        self.assertEqual([], self.table(pending.HOLDS, 'uuid'))
-        self.assertEqual([], self.table(pending.PENDING, 'uuid'))
+        self.assertEqual([], self.table(schema.HOLDERS, 'holder'))
+        self.assertEqual([], self.table(schema.HOLDS, 'uuid'))
+        self.assertEqual([], self.table(schema.PENDING, 'uuid'))

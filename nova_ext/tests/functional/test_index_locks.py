@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db as index_db
-from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.tests.functional import test_index_capture as capture_tests
 
 #: Seconds the outside writer waits for the lock.
@@ -73,7 +73,7 @@ class TestOutsideWriter(capture_tests._CaptureBase):
     def test_a_writer_holding_the_lock_is_seen(self):
         engine = index_db.get_engine(ext_conf.CONF)
         with index_db.begin_write(engine) as conn:
-            conn.execute(sa.delete(pending.PENDING))
+            conn.execute(sa.delete(schema.PENDING))
             self.assertRaises(AssertionError,
                               self.assertOutsideWriterGetsLock, 'held')
         self.assertOutsideWriterGetsLock('released')

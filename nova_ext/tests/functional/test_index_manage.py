@@ -31,9 +31,9 @@ from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
 from nova_ext.index import pending
 from nova_ext.index import refresh
+from nova_ext.index import schema
 from nova_ext.index import source
 from nova_ext.index import sync
-from nova_ext.index import writer
 from nova_ext.tests.functional import test_index_parity
 
 
@@ -159,13 +159,13 @@ class TestRetention(ManageTestCase):
             with self.index.engine.begin() as conn:
                 conn.execute(sa.update(instances).where(
                     instances.c.uuid == uuid).values(deleted_at=when))
-                conn.execute(sa.update(writer.BOOK).where(
-                    writer.BOOK.c.uuid == uuid).values(deleted_at=when))
+                conn.execute(sa.update(schema.INSTANCES).where(
+                    schema.INSTANCES.c.uuid == uuid).values(deleted_at=when))
 
     def held(self, uuid):
         with self.index.engine.connect() as conn:
-            return conn.execute(sa.select(writer.BOOK.c.deleted_at).where(
-                writer.BOOK.c.uuid == uuid)).first()
+            return conn.execute(sa.select(schema.INSTANCES.c.deleted_at).where(
+                schema.INSTANCES.c.uuid == uuid)).first()
 
     def purge(self):
         code, out = self.manage('purge')

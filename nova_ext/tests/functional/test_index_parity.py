@@ -30,8 +30,8 @@ import sqlalchemy as sa
 from nova_ext import conf as ext_conf
 from nova_ext.entry_points import api as api_entry_point
 from nova_ext.entry_points.internals import orm as nova_orm
+from nova_ext.index import schema
 from nova_ext.index import sync
-from nova_ext.index import writer
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list import serving
 from nova_ext.tests.functional import answers
@@ -371,7 +371,7 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         # Nova never takes updated_at back to NULL, which the index takes
         # for an older row: its book forgets the value, as for a server it
         # has never read.
-        book = writer.BOOK
+        book = schema.INSTANCES
         with self.index.engine.begin() as conn:
             conn.execute(sa.update(book).where(book.c.uuid == uuid)
                          .values(source_updated_at=None))

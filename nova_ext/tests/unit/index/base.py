@@ -23,6 +23,7 @@ from nova_ext.index import marker
 from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import refresh
+from nova_ext.index import schema
 from nova_ext.index import source
 from nova_ext.tests.unit import base
 
@@ -42,7 +43,7 @@ class IndexDBTestCase(base.TestCase):
 
 def held(engine):
     """``{uuid: (first, last)}`` of every mark."""
-    c = pending.PENDING.c
+    c = schema.PENDING.c
     with engine.connect() as conn:
         return {r[0]: tuple(r[1:]) for r in conn.execute(sa.select(
             c.uuid, c.first_event_at, c.last_event_at))}
@@ -50,7 +51,7 @@ def held(engine):
 
 def holds(engine):
     """``[(uuid, holder, token)]`` of every hold, in order."""
-    c = pending.HOLDS.c
+    c = schema.HOLDS.c
     with engine.connect() as conn:
         return [tuple(r) for r in conn.execute(sa.select(
             c.uuid, c.holder, c.token).order_by(c.uuid, c.holder, c.token))]
@@ -112,7 +113,7 @@ class MarkerTestCase(IndexDBTestCase):
     def marked(self):
         with self.engine.connect() as conn:
             return {r.uuid: (r.first_event_at, r.last_event_at)
-                    for r in conn.execute(sa.select(pending.PENDING))}
+                    for r in conn.execute(sa.select(schema.PENDING))}
 
 
 def message(uuid, event_type='instance.update'):

@@ -28,6 +28,7 @@ from nova_ext.index import holders
 from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import process
+from nova_ext.index import schema
 from nova_ext.tests.unit import base
 
 A = '00000000-0000-0000-0000-00000000000a'
@@ -190,8 +191,8 @@ class TestHolds(CaptureTestCase):
         """``{uuid: holds not released}`` of the index."""
         with self.index.connect() as conn:
             return dict(conn.execute(sa.select(
-                pending.HOLDS.c.uuid, sa.func.count()).group_by(
-                pending.HOLDS.c.uuid)).all())
+                schema.HOLDS.c.uuid, sa.func.count()).group_by(
+                schema.HOLDS.c.uuid)).all())
 
     def listen(self, name, listener):
         """Run ``listener(session, ...)`` on the session event ``name``."""
@@ -313,7 +314,7 @@ class TestHolds(CaptureTestCase):
             session.add(models.InstanceInfoCache(instance_uuid=C))
         # A writer that died between its hold and its release.
         with self.index.begin() as conn:
-            conn.execute(sa.insert(pending.HOLDERS).values(
+            conn.execute(sa.insert(schema.HOLDERS).values(
                 holder='dead', host='h', pid=1, beats=7, started_at=0.0))
         pending.mark(self.index, [(C, time.time())], [(C, 'dead', 1)])
         taken = pending.take(self.index, 10)

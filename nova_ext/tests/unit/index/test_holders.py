@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from nova_ext.index import holders
 from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.tests.unit.index import base as index_base
 
 
@@ -32,7 +33,7 @@ class TestLease(index_base.IndexDBTestCase):
     def beats(self):
         with self.engine.connect() as conn:
             return dict(conn.execute(sa.select(
-                pending.HOLDERS.c.holder, pending.HOLDERS.c.beats)).all())
+                schema.HOLDERS.c.holder, schema.HOLDERS.c.beats)).all())
 
     def test_recorded_once_then_counts_up(self):
         lease = holders.get_lease(self.conf.conf)
@@ -43,7 +44,7 @@ class TestLease(index_base.IndexDBTestCase):
         self.assertEqual(name, lease.ensure(self.engine))
         self.assertTrue(lease.current(name))
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(pending.HOLDERS)).one()
+            row = conn.execute(sa.select(schema.HOLDERS)).one()
         self.assertEqual((name, os.getpid()), (row.holder, row.pid))
         deadline = time.monotonic() + 10
         while self.beats()[name] < 3:
@@ -56,7 +57,7 @@ class TestLease(index_base.IndexDBTestCase):
         self.addCleanup(lease.stop)
         name = lease.ensure(self.engine)
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(pending.HOLDERS))
+            conn.execute(sa.delete(schema.HOLDERS))
         self.assertFalse(lease.beat())
         self.assertEqual(1, lease.lost)
         self.assertFalse(lease.current(name))
@@ -76,16 +77,16 @@ class TestWatch(index_base.IndexDBTestCase):
         self.watch = holders.Watch(self.conf.conf)
         with self.engine.begin() as conn:
             for name in ('alive', 'dead'):
-                conn.execute(sa.insert(pending.HOLDERS).values(
+                conn.execute(sa.insert(schema.HOLDERS).values(
                     holder=name, host='h', pid=1, beats=0, started_at=0.0))
         pending.mark(self.engine, {'a': (1.0, 1.0), 'd': (1.0, 1.0)},
                      [('a', 'alive', 1), ('d', 'dead', 1)])
 
     def beat(self, name):
         with self.engine.begin() as conn:
-            conn.execute(sa.update(pending.HOLDERS).where(
-                pending.HOLDERS.c.holder == name).values(
-                beats=pending.HOLDERS.c.beats + 1))
+            conn.execute(sa.update(schema.HOLDERS).where(
+                schema.HOLDERS.c.holder == name).values(
+                beats=schema.HOLDERS.c.beats + 1))
 
     def test_dead_after_its_count_stood_still_for_the_timeout(self):
         # Times of this process's clock only; first sight starts the count.

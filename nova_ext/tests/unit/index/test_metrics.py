@@ -15,6 +15,7 @@ import os
 import socket
 
 from nova_ext.index import metrics
+from nova_ext.index import schema
 from nova_ext.tests.unit.index import base as index_base
 
 
@@ -56,7 +57,7 @@ class TestMetrics(index_base.IndexDBTestCase):
                          (row['counts'], row['unrecorded'],
                           row['unrecorded_lag']))
         with self.engine.begin() as conn:
-            conn.execute(metrics.METRICS.insert().values(
+            conn.execute(schema.API_COUNTERS.insert().values(
                 host='gone', pid=1, driver='index', started_at=0.0,
                 updated_at=0.0, counts='{}'))
         self.assertEqual(2, len(metrics.collect(self.engine)))

@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from nova_ext.index import db
 from nova_ext.index import migration
 from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.index import source
-from nova_ext.index import writer
 from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base
 
@@ -79,7 +79,7 @@ class TestBlockDeviceMappingMigration(base.TestCase):
         migration.db_sync(self.conf.conf, revision='0002')
         engine = db.get_engine(self.conf.conf)
         with engine.begin() as conn:
-            conn.execute(sa.insert(writer.BOOK), [
+            conn.execute(sa.insert(schema.INSTANCES), [
                 {'uuid': u, 'cell_uuid': 'c1', 'source_id': n,
                  'read_at': 10.0} for n, u in enumerate(('a', 'b'), 1)])
         self.assertEqual(0.0, pending.oldest_age(engine, now=100.0))

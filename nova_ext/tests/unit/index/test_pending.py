@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from nova_ext.index import db
 from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.index import sequence
 from nova_ext.index import sqlite
 from nova_ext.index import writer
@@ -33,7 +34,7 @@ class TestPending(index_base.IndexDBTestCase):
         """``{uuid: last_event_at}`` of every mark."""
         with self.engine.connect() as conn:
             return {r.uuid: r.last_event_at for r in conn.execute(
-                sa.select(pending.PENDING))}
+                sa.select(schema.PENDING))}
 
     def test_mark_keeps_first_and_last(self):
         pending.mark(self.engine, [('a', 10.0), ('a', 5.0), ('b', 7.0)])
@@ -197,7 +198,7 @@ class TestPending(index_base.IndexDBTestCase):
 
     def test_a_hold_counts_while_its_holder_row_is_there(self):
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(pending.HOLDERS).values(
+            conn.execute(sa.insert(schema.HOLDERS).values(
                 holder='h', host='x', pid=1, beats=0, started_at=0.0))
         pending.mark(self.engine, {'a': (1.0, 1.0), 'b': (1.0, 1.0)},
                      [('a', 'h', 1), ('b', 'gone', 1)])
@@ -233,24 +234,24 @@ class TestPending(index_base.IndexDBTestCase):
 
         def other_marks(uuid):
             with other.begin() as conn:
-                conn.execute(sa.insert(pending.PENDING).values(
+                conn.execute(sa.insert(schema.PENDING).values(
                     uuid=uuid, first_event_at=1.0, last_event_at=1.0,
                     attempts=0))
         with self.engine.begin() as conn:
-            conn.execute(sa.select(pending.PENDING)).all()
+            conn.execute(sa.select(schema.PENDING)).all()
             other_marks('x')
             e = self.assertRaises(
                 sa.exc.OperationalError, conn.execute,
-                sa.delete(pending.PENDING))
+                sa.delete(schema.PENDING))
         self.assertTrue(sqlite.stale_snapshot(e))
         self.assertTrue(db.lost_race(e))
         # A transaction of begin_write() holds the write lock from BEGIN:
         # the other writer waits for it (here it gives up after 0.1 s),
         # and what it read stays true until it commits.
         with db.begin_write(self.engine) as conn:
-            conn.execute(sa.select(pending.PENDING)).all()
+            conn.execute(sa.select(schema.PENDING)).all()
             self.assertRaises(sa.exc.OperationalError, other_marks, 'y')
-            conn.execute(sa.delete(pending.PENDING))
+            conn.execute(sa.delete(schema.PENDING))
         other_marks('z')
         self.assertEqual({'z': 1.0}, self.lasts())
 
@@ -303,7 +304,7 @@ class TestPending(index_base.IndexDBTestCase):
         self.assertEqual(2000, pending.count(mine))
         with mine.connect() as conn:
             self.assertGreater(conn.execute(sa.select(
-                sa.func.count()).select_from(writer.BOOK)).scalar(), 0)
+                sa.func.count()).select_from(schema.INSTANCES)).scalar(), 0)
 
     def test_mark_without_an_upsert(self):
         self.useFixture(fixtures.MockPatchObject(

@@ -27,8 +27,8 @@ import sqlalchemy as sa
 
 from nova_ext.index import holders
 from nova_ext.index import listener
-from nova_ext.index import pending
 from nova_ext.index import reconcile
+from nova_ext.index import schema
 from nova_ext.index import status
 from nova_ext.index import sync
 from nova_ext.index import verify
@@ -69,7 +69,7 @@ class LeaseTestCase(index_base.IndexDBTestCase):
     def holder(self, name, pid=1):
         """A live holder's row, as its Lease records it."""
         with self.a.begin() as conn:
-            conn.execute(sa.insert(pending.HOLDERS).values(
+            conn.execute(sa.insert(schema.HOLDERS).values(
                 holder=name, host='host', pid=pid, beats=0,
                 started_at=0.0))
         return name

@@ -24,6 +24,7 @@ from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.index import db
 from nova_ext.index import pending
 from nova_ext.index import refresh
+from nova_ext.index import schema
 from nova_ext.index import source
 from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base
@@ -47,13 +48,13 @@ class TestProcessPending(index_base.FailingCellTestCase):
         self.assertEqual({'down-1': number}, pending.take(self.engine, 10))
         with self.engine.connect() as conn:
             self.assertEqual(2, conn.execute(
-                sa.select(pending.PENDING.c.attempts)).scalar())
+                sa.select(schema.PENDING.c.attempts)).scalar())
 
     def test_a_held_mark_is_applied_once_per_pass(self):
         # A Nova transaction still under way holds up-1's mark.
         now = time.time()
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(pending.HOLDERS).values(
+            conn.execute(sa.insert(schema.HOLDERS).values(
                 holder='h', host='x', pid=1, beats=0, started_at=now))
         number = pending.mark(self.engine, [('up-1', now)],
                               [('up-1', 'h', 1)])

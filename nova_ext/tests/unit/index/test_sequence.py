@@ -13,6 +13,7 @@
 
 from nova_ext.index import db
 from nova_ext.index import pending
+from nova_ext.index import schema
 from nova_ext.index import sequence
 from nova_ext.tests.unit.index import base as index_base
 
@@ -48,7 +49,7 @@ class TestSequence(index_base.IndexDBTestCase):
         # The highest is kept: the ticket does not fall back to 0 ...
         with db.begin_write(self.engine) as conn:
             self.assertEqual(0, sequence.prune(conn))
-            conn.execute(sequence.SEQUENCE.delete())
+            conn.execute(schema.SEQUENCE.delete())
         # ... and were it deleted, SQLite's AUTOINCREMENT still counts on.
         self.assertGreater(pending.mark(self.engine, [('u', 1.0)]),
                            numbers[-1])

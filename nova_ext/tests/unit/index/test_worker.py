@@ -16,7 +16,7 @@ import time
 import sqlalchemy as sa
 
 from nova_ext.index import pending
-from nova_ext.index import sequence
+from nova_ext.index import schema
 from nova_ext.index import worker
 from nova_ext.tests.unit.index import base as index_base
 
@@ -70,5 +70,5 @@ class TestWorker(index_base.FailingCellTestCase):
         self.assertTrue(running.wait_idle(10))
         with self.engine.connect() as conn:
             left = [r.id for r in conn.execute(
-                sa.select(sequence.SEQUENCE))]
+                sa.select(schema.SEQUENCE))]
         self.assertEqual([numbers[-1]], left)

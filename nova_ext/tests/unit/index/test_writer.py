@@ -17,6 +17,7 @@ from nova.db.main import models as nova_models
 import sqlalchemy as sa
 
 from nova_ext.index import ids
+from nova_ext.index import schema
 from nova_ext.index import source
 from nova_ext.index import writer
 from nova_ext.tests.unit.index import base as index_base
@@ -107,8 +108,8 @@ class TestWriter(index_base.IndexDBTestCase):
 
     def book(self, uuid):
         with self.engine.connect() as conn:
-            return conn.execute(sa.select(writer.BOOK).where(
-                writer.BOOK.c.uuid == uuid)).one()
+            return conn.execute(sa.select(schema.INSTANCES).where(
+                schema.INSTANCES.c.uuid == uuid)).one()
 
     def test_the_same_rows_read_again_only_record_when(self):
         u, t0 = 'u-6', index_base.T0
@@ -227,7 +228,7 @@ class TestWriter(index_base.IndexDBTestCase):
         # As a row written before the book kept a digest per table: one
         # digest of every row.
         with self.engine.begin() as conn:
-            conn.execute(sa.update(writer.BOOK).values(digest='0' * 64))
+            conn.execute(sa.update(schema.INSTANCES).values(digest='0' * 64))
         _out, ran = self.statements(lambda: writer.apply(
             self.engine, index_base.cell_read(
                 self.CELL1, 2.0, index_base.instance_row(u, 1, t1, 'b'),

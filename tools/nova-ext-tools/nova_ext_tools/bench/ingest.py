@@ -59,6 +59,7 @@ from nova_ext.index import consumer as index_consumer
 from nova_ext.index import pending
 from nova_ext.index import process
 from nova_ext.index import refresh
+from nova_ext.index import schema
 from nova_ext.index import sync
 from nova_ext.index import writer
 from nova_ext.notifications import base as notifications_base
@@ -130,10 +131,11 @@ class _Cells(object):
             with nova_context.target_cell(ctxt, cell) as cctxt:
                 self.engines[cell.uuid] = main_db.get_engine(context=cctxt)
         # The index knows every server's cell; cell0 holds none here.
+        book = schema.INSTANCES.c
         with engine.connect() as conn:
             self.cell_of = {row.uuid: row.cell_uuid for row in conn.execute(
-                sa.select(writer.BOOK.c.uuid, writer.BOOK.c.cell_uuid)
-                .order_by(writer.BOOK.c.source_id, writer.BOOK.c.cell_uuid))}
+                sa.select(book.uuid, book.cell_uuid)
+                .order_by(book.source_id, book.cell_uuid))}
         # Interleave the cells, so that consecutive changes hit all of them.
         by_cell = collections.defaultdict(list)
         for instance_uuid, cell_uuid in self.cell_of.items():

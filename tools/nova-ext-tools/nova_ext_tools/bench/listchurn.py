@@ -66,8 +66,8 @@ from nova_ext.index import holders
 from nova_ext.index import pending
 from nova_ext.index import process
 from nova_ext.index import refresh
+from nova_ext.index import schema
 from nova_ext.index import sync
-from nova_ext.index import writer
 
 from nova_ext_tools.bench import isolate
 from nova_ext_tools.bench import listquery
@@ -102,7 +102,7 @@ class Snapshot(object):
 
     def index_drift(self):
         """The uuids whose row in the index is not the snapshot's."""
-        book = writer.BOOK
+        book = schema.INSTANCES
         held = {}
         with index_db.get_engine(CONF).connect() as conn:
             for row in conn.execute(sa.select(book.c.uuid,
@@ -177,7 +177,7 @@ def _release_dead_holds(engine):
     found when none runs is one a killed child left. Left held, its mark
     would be re-read by every list and never removed.
     """
-    h = pending.HOLDERS.c
+    h = schema.HOLDERS.c
     with engine.connect() as conn:
         rows = conn.execute(sa.select(h.holder, h.beats).where(
             h.pid != os.getpid())).all()
