@@ -18,7 +18,7 @@ def pauses(first, most):
     """The pause after the n-th failure in a row, as ``pause(n)``.
 
     tenacity's exponential wait, without its retry loop: the index's
-    writers retry in loops of their own (the marker's thread, which a stop
+    writers retry in loops of their own (the batcher's thread, which a stop
     interrupts), or are called again (a requeued batch, redelivered).
 
     :param first: seconds after the first failure, doubled at each next.

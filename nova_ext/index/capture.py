@@ -200,23 +200,23 @@ def hold(conf, session, uuids):
     uuids = set(uuids).difference(held)
     if not uuids:
         return
-    marker = process.get_marker(conf)
+    batcher = process.get_batcher(conf)
     lease = holders.get_lease(conf)
     # An earlier transaction's hold whose release is not recorded yet
     # serves this one too.
-    taken = marker.take_back_releases(uuids, lease.name)
+    taken = batcher.take_back_releases(uuids, lease.name)
     held.update(taken)
     uuids.difference_update(taken)
     if not uuids:
         return
-    # Written by this thread, not the marker's, and waiting for the index's
+    # Written by this thread, not the batcher's, and waiting for the index's
     # lock inside SQLite rather than by sleeping: Nova's transaction is
     # open, and a thread that waits for another, or sleeps, lets others run
     # (eventlet), which must not happen while a connection is inside a
     # transaction that others may share.
     now = time.time()
     token = lease.token()
-    if not marker.stalled:
+    if not batcher.stalled:
         timeout = conf.nova_ext_index.capture_timeout
         try:
             engine = db.get_engine(conf, in_transaction=True)
@@ -230,13 +230,13 @@ def hold(conf, session, uuids):
             LOG.warning('nova_ext index cannot hold the marks of %d '
                         'instances (%s: %s); keeping them and retrying',
                         len(uuids), type(e).__name__, e)
-            marker.stall()
-    # Kept and retried by the marker; until then this process's lists are
+            batcher.stall()
+    # Kept and retried by the batcher; until then this process's lists are
     # Nova's (process.held()), and the writes that follow do not wait.
     name = lease.name
     held.update((u, (name, token)) for u in uuids)
-    marker.add_all(sorted(uuids), now,
-                   holds=[(u, name, token) for u in uuids])
+    batcher.add_all(sorted(uuids), now,
+                    holds=[(u, name, token) for u in uuids])
 
 
 def release(conf, session):
@@ -252,7 +252,7 @@ def release(conf, session):
     if held:
         lease = holders.get_lease(conf)
         covered = all(lease.current(name) for name, _token in held.values())
-        process.get_marker(conf).add_all(
+        process.get_batcher(conf).add_all(
             sorted(held), time.time(),
             releases=[(u, name, token)
                       for u, (name, token) in held.items()],

@@ -13,7 +13,7 @@
 
 Enabled by listing ``index`` in ``[nova_ext_notifications]consumers`` of a
 Nova process whose ``[oslo_messaging_notifications]driver`` includes
-``nova_ext``. It hands each instance change to this process's marker
+``nova_ext``. It hands each instance change to this process's batcher
 (``nova_ext.index.process``), which records changes in the index's pending
 table in batches and wakes the index worker. A mark that fails is kept and
 retried, never dropped; but the in-process driver has no acknowledgement
@@ -72,12 +72,12 @@ class IndexConsumer(base.Consumer):
                                notification.payload, notification.timestamp)
         if change is None:
             return
-        marker = process.get_marker(self.conf)
-        ticket = marker.add(*change)
+        batcher = process.get_batcher(self.conf)
+        ticket = batcher.add(*change)
         # With notifications queued behind this one, go on: they join the
         # batch. With none, commit now (what came meanwhile joins) and wait
         # for it: an idle process has recorded every change it was told of
         # (the dispatcher's drain(), for tests and orderly shutdown), and a
         # change waits for a batch only while others come.
         if not _more_queued(self.conf):
-            marker.wait(ticket, COMMIT_WAIT)
+            batcher.wait(ticket, COMMIT_WAIT)

@@ -9,9 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""This process's index marker and worker, and what it has not recorded.
+"""This process's index batcher and worker, and what it has not recorded.
 
-One marker (``nova_ext.index.marker``) per process records the changes
+One batcher (``nova_ext.index.batcher``) per process records the changes
 the process learns of, from its own database writes (``capture``) and
 from notifications (``consumer``), in the index's pending table; where
 the process can apply them (``applies_marks``), one worker
@@ -22,13 +22,13 @@ the index (``nova_ext.instance_list.catch_up``).
 
 import threading
 
+from nova_ext.index import batcher
 from nova_ext.index import holders
-from nova_ext.index import marker
 from nova_ext.index import worker
 
 _LOCK = threading.Lock()
 _WORKER = None
-_MARKER = None
+_BATCHER = None
 
 
 def get_worker(conf):
@@ -42,8 +42,8 @@ def get_worker(conf):
         return _WORKER
 
 
-def get_marker(conf):
-    """This process's :class:`Marker`, started on first use.
+def get_batcher(conf):
+    """This process's :class:`Batcher`, started on first use.
 
     Its commits wake this process's index worker only where the in-process
     consumer runs and the marks can be applied: a process that only
@@ -51,16 +51,16 @@ def get_marker(conf):
     an instance (a cell conductor or a compute, without the API database),
     leaves the marks to the indexer and to the list requests.
     """
-    global _MARKER
+    global _BATCHER
     with _LOCK:
         # As get_worker(); what the parent had buffered is its own to
         # record.
-        if _MARKER is None or not _MARKER.alive:
+        if _BATCHER is None or not _BATCHER.alive:
             wake = None
             if applies_marks(conf):
                 wake = lambda: get_worker(conf).wake()  # noqa: E731
-            _MARKER = marker.Marker(conf, wake=wake)
-        return _MARKER
+            _BATCHER = batcher.Batcher(conf, wake=wake)
+        return _BATCHER
 
 
 def applies_marks(conf):
@@ -76,19 +76,19 @@ def held():
     into the buffer if it does.
     """
     with _LOCK:
-        marker = _MARKER
-    return {} if marker is None else marker.held()
+        running = _BATCHER
+    return {} if running is None else running.held()
 
 
 def reset():
-    """Record what is buffered, then stop the marker and the worker."""
-    global _WORKER, _MARKER
+    """Record what is buffered, then stop the batcher and the worker."""
+    global _WORKER, _BATCHER
     with _LOCK:
-        marker, _MARKER = _MARKER, None
-    if marker is not None:
+        stopping, _BATCHER = _BATCHER, None
+    if stopping is not None:
         # Its last commit still wakes the worker, which must not be
         # started again for it.
-        marker.stop()
+        stopping.stop()
     with _LOCK:
         running, _WORKER = _WORKER, None
     if running is not None:

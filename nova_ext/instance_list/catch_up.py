@@ -173,13 +173,13 @@ class CatchUp(object):
 
         A write of this process whose mark could not be written with it
         (the index's lock was busy for ``capture_timeout``) waits in its
-        marker for the next batch. The request has that batch committed
+        batcher for the next batch. The request has that batch committed
         now, within ``query_timeout``, rather than hand itself to Nova,
         whose path takes longer still; its catch-up then applies them.
         """
         count, _ = unrecorded()
         if count:
-            process.get_marker(self.conf).flush(
+            process.get_batcher(self.conf).flush(
                 self.conf.nova_ext_index.query_timeout)
             count, _ = unrecorded()
         if count:

@@ -70,7 +70,7 @@ def main(argv):
         # Each write from an index without marks: the previous write's
         # release recorded first, so that nothing of it is left to hold
         # this one.
-        process.get_marker(config.CONF).flush(10)
+        process.get_batcher(config.CONF).flush(10)
         _clear(index_path)
         write()
         print(json.dumps({'write': name, 'marked': _marked(index_path)}))

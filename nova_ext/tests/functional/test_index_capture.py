@@ -162,7 +162,7 @@ class TestCaptureReadYourWrites(_CaptureBase):
         self.assertIn(server['id'],
                       self.assertSameAnswer(self.admin_api, uri).text)
         # Every change recorded and applied: no mark left to re-read it.
-        self.assertTrue(process.get_marker(ext_conf.CONF).flush(10))
+        self.assertTrue(process.get_batcher(ext_conf.CONF).flush(10))
         self.assertSameAnswer(self.admin_api, uri)
         self.assertEqual(0, pending.count(self.index.engine))
         ctx = nova_context.get_admin_context()
@@ -223,7 +223,7 @@ class TestCaptureReadYourWrites(_CaptureBase):
         self.assertEqual({}, pending.take(self.index.engine, 10))
         process.reset()
         self.flags(notification_batch_timeout=3600, group='nova_ext_index')
-        marker = process.get_marker(ext_conf.CONF)
+        marker = process.get_batcher(ext_conf.CONF)
         marker.stall()
         self.api.put_server(server['id'], {'server': {'name': 'renamed'}})
         self.assertEqual([server['id']], list(process.held()))
@@ -284,7 +284,7 @@ class TestCatchUpLimit(_CaptureBase):
             self.api.post_server_action(server['id'], {'lock': {}})
         # Their transactions' ends recorded (capture_release_delay), the
         # marks are done with once applied.
-        self.assertTrue(process.get_marker(ext_conf.CONF).flush(10))
+        self.assertTrue(process.get_batcher(ext_conf.CONF).flush(10))
         self.assertEqual(2, len(pending.take(self.index.engine, 10)))
         before = self.selector.stats.snapshot()
         self.assertSameAnswer(self.admin_api, 'servers/detail',

@@ -110,7 +110,7 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
         blocker = sqlite3.connect(
             self.index.connection[len('sqlite:///'):], isolation_level=None)
         blocker.execute('BEGIN IMMEDIATE')
-        marker = process.get_marker(ext_conf.CONF)
+        marker = process.get_batcher(ext_conf.CONF)
         marker.add_all([uuid], time.time() - 120)
 
         def heal():

@@ -107,7 +107,7 @@ class _Faults(capture_tests._CaptureBase):
         mend_it()
         self.broken = False
         # Nothing held back is lost: recorded, then served.
-        self.assertTrue(process.get_marker(CONF).flush(30))
+        self.assertTrue(process.get_batcher(CONF).flush(30))
         self.assertEqual({}, process.held())
         self.now[0] += 1.1
         self.lists(served=True)

@@ -145,12 +145,12 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
     def accept_marks(self):
         with self.index.engine.begin() as conn:
             conn.execute(sa.text('DROP TRIGGER refuse_marks'))
-        self.assertTrue(process.get_marker(CONF).flush(30))
+        self.assertTrue(process.get_batcher(CONF).flush(30))
         self.assertEqual({}, process.held())
 
     def test_changes_unrecordable(self):
         self.refuse_marks()
-        process.get_marker(CONF).add_all([self.servers[0]], time.time())
+        process.get_batcher(CONF).add_all([self.servers[0]], time.time())
         self.assertEqual([self.servers[0]], list(process.held()))
         # No nova-api process has reported it yet: status cannot know.
         self.assertTold()
@@ -175,8 +175,8 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
 
     def test_changes_unrecordable_past_max_lag(self):
         self.refuse_marks()
-        process.get_marker(CONF).add_all([self.servers[0]],
-                                         time.time() - 120)
+        process.get_batcher(CONF).add_all([self.servers[0]],
+                                          time.time() - 120)
         counted, last_reason = self.list_servers(False)
         self.assertEqual({'unavailable': 1}, counted)
         self.assertRegex(last_reason, r'^changes unrecorded for 1[23]\d\.\d '

@@ -101,7 +101,7 @@ class TestChangeStreamWriterBlocked(changes._ChangeStream,
     def _stream(self, rng):
         super()._stream(rng)
         # Nothing held back is lost: recorded, and applied by the next list.
-        self.assertTrue(process.get_marker(ext_conf.CONF).flush(30))
+        self.assertTrue(process.get_batcher(ext_conf.CONF).flush(30))
         self.assertEqual({}, process.held())
         self.assertSameNow(self.admin_api, 'servers/detail?all_tenants=1',
                            'after the block')

@@ -225,7 +225,7 @@ class TestSearchlightChanges(_SearchlightTestCase):
     def releases_recorded(self):
         # The ends of Nova's transactions are recorded up to
         # capture_release_delay later; until then, their marks stay.
-        self.assertTrue(process.get_marker(cfg.CONF).flush(10))
+        self.assertTrue(process.get_batcher(cfg.CONF).flush(10))
 
     def assertBehind(self, api, uri, server):
         self.assertSameAnswer(api, uri, 'unservable')

@@ -18,8 +18,8 @@ import os
 import fixtures
 import sqlalchemy as sa
 
+from nova_ext.index import batcher
 from nova_ext.index import db
-from nova_ext.index import marker
 from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import refresh
@@ -89,7 +89,7 @@ class FailingCellTestCase(IndexDBTestCase):
                                         if u.startswith('down'))
 
 
-class MarkerTestCase(IndexDBTestCase):
+class BatcherTestCase(IndexDBTestCase):
 
     def setUp(self):
         super().setUp()
@@ -102,11 +102,11 @@ class MarkerTestCase(IndexDBTestCase):
             return real(engine, changes, holds, releases, timeout=timeout)
         self.useFixture(fixtures.MockPatchObject(pending, 'mark',
                                                  side_effect=recording))
-        self.useFixture(fixtures.MockPatchObject(marker, 'BACKOFF', 0.01))
+        self.useFixture(fixtures.MockPatchObject(batcher, 'BACKOFF', 0.01))
 
-    def marker(self, size=100, delay=10.0, release_delay=None):
-        running = marker.Marker(self.conf.conf, size=size, delay=delay,
-                                release_delay=release_delay)
+    def batcher(self, size=100, delay=10.0, release_delay=None):
+        running = batcher.Batcher(self.conf.conf, size=size, delay=delay,
+                                  release_delay=release_delay)
         self.addCleanup(running.stop)
         return running
 

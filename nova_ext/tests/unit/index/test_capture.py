@@ -73,7 +73,7 @@ class CaptureTestCase(base.TestCase):
         with self.sessions.begin() as session:
             yield session
         # The holds' releases, which the write does not wait for.
-        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(5))
 
     def marked(self):
         return set(pending.take(self.index, 100))
@@ -153,7 +153,7 @@ class TestWhatIsCaptured(CaptureTestCase):
         session.rollback()
         session.close()
         # Held while the row was there to read: one more re-read of A.
-        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(5))
         self.assertEqual({A}, self.marked())
         self.forget()
         self.assertEqual(set(), self.marked())
@@ -163,7 +163,7 @@ class TestWhatIsCaptured(CaptureTestCase):
         session.add(models.InstanceInfoCache(instance_uuid=A))
         session.rollback()
         session.close()
-        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(5))
         self.assertEqual(set(), self.marked())
 
     def test_untracked_tables_mark_nothing(self):
@@ -238,7 +238,7 @@ class TestHolds(CaptureTestCase):
             session.add(models.InstanceMetadata(instance_uuid=B, key='k'))
             session.flush()
             nested.rollback()
-            process.get_marker(self.conf.conf).flush(5)
+            process.get_batcher(self.conf.conf).flush(5)
             seen.append(self.holds())
         self.assertEqual([{A: 1, B: 1}], seen)
         self.assertEqual({}, self.holds())
@@ -276,7 +276,7 @@ class TestHolds(CaptureTestCase):
         # Not counted as a change this process has not recorded, which
         # would hand every list to Nova until the release is committed.
         self.assertEqual({}, process.held())
-        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(5))
         self.assertEqual({}, self.holds())
         self.forget()
         self.assertEqual(set(), self.marked())
@@ -292,7 +292,7 @@ class TestHolds(CaptureTestCase):
         # write for both, the mark held throughout.
         self.assertEqual({A: 1}, self.holds())
         self.assertEqual({}, process.held())
-        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(5))
         self.assertEqual({}, self.holds())
 
     def test_a_failed_commit_releases(self):
@@ -306,7 +306,7 @@ class TestHolds(CaptureTestCase):
         self.assertRaises(RuntimeError, session.commit)
         session.rollback()
         session.close()
-        self.assertTrue(process.get_marker(self.conf.conf).flush(5))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(5))
         self.assertEqual({}, self.holds())
 
     def test_the_holds_of_a_dead_holder_stop_counting(self):
@@ -356,6 +356,6 @@ class TestUnwritableIndex(CaptureTestCase):
         finally:
             blocker.execute('ROLLBACK')
             blocker.close()
-        self.assertTrue(process.get_marker(self.conf.conf).flush(15))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(15))
         self.assertEqual({}, process.held())
         self.assertEqual({A, B}, self.marked())

@@ -33,7 +33,7 @@ def _notification(uuid, event_type='instance.update'):
                  'nova_object.data': {'uuid': uuid}})
 
 
-class TestIndexConsumer(index_base.MarkerTestCase):
+class TestIndexConsumer(index_base.BatcherTestCase):
 
     def setUp(self):
         super().setUp()
@@ -70,19 +70,19 @@ class TestIndexConsumer(index_base.MarkerTestCase):
         index.consume(_notification('b'))
         index.consume(_notification('x', event_type='service.update'))
         self.assertEqual({}, self.marked())
-        self.assertTrue(process.get_marker(self.conf.conf).flush(10))
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(10))
         self.assertEqual([{'a': mock.ANY, 'b': mock.ANY}], self.batches)
 
     def test_never_raises_when_marks_fail(self):
         pending.mark.side_effect = db_exc.DBError('index away')
         consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
-        self.assertEqual(1, process.get_marker(self.conf.conf).buffered)
+        self.assertEqual(1, process.get_batcher(self.conf.conf).buffered)
 
     def test_a_marker_without_its_thread_is_replaced(self):
         # As in a forked child, which inherits the object, not the thread.
-        first = process.get_marker(self.conf.conf)
+        first = process.get_batcher(self.conf.conf)
         first.stop()
-        self.assertIsNot(first, process.get_marker(self.conf.conf))
+        self.assertIsNot(first, process.get_batcher(self.conf.conf))
 
     def test_drained_dispatcher_has_recorded_every_change(self):
         self.flags(consumers=['index'], group='nova_ext_notifications')

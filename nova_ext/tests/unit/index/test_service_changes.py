@@ -124,7 +124,7 @@ class TestListenerRecordsServiceChanges(index_base.IndexDBTestCase):
         self.assertFalse(match('compute.exception'))
 
 
-class TestConsumerRecordsServiceChanges(index_base.MarkerTestCase):
+class TestConsumerRecordsServiceChanges(index_base.BatcherTestCase):
 
     def test_recorded_at_once_and_never_raises(self):
         index = consumer.IndexConsumer(self.conf.conf)

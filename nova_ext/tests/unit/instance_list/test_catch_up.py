@@ -122,7 +122,7 @@ class TestOwnChangesRecordedFirst(index_base.IndexDBTestCase):
         self.catch_up = catch_up.CatchUp(self.conf.conf)
         self.applied = self.useFixture(fixtures.MockPatchObject(
             refresh, 'apply_marks', return_value=set())).mock
-        process.get_marker(self.conf.conf).add_all(['u1'], 5.0)
+        process.get_batcher(self.conf.conf).add_all(['u1'], 5.0)
         self.assertEqual(['u1'], list(process.held()))
 
     def test_recorded_then_applied(self):

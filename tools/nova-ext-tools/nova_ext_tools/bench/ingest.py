@@ -17,7 +17,7 @@ A *change* is then what Nova does to an instance and tells the index about:
 the instance's row is updated in its cell database (``updated_at`` and its
 description), then an ``instance.update`` notification is handed to
 nova_ext's notification dispatcher, as Nova's emitting threads do, which
-delivers it to the index's in-process consumer; its marker marks the
+delivers it to the index's in-process consumer; its batcher marks the
 instance pending (``nova_ext.index.pending.mark``), in batches; the index
 worker re-reads marked instances from their cells and writes them to the
 index (``nova_ext.index.refresh.process_pending``). Measured:
@@ -263,7 +263,7 @@ def _measure(args, out, the_cloud):
     out['lost'] = {k: v for k, v in out['lost'].items() if v}
     out['failures'] = failures.summary()
     # Mark transactions that failed; their changes were kept and retried.
-    out['mark_retries'] = process.get_marker(CONF).failures
+    out['mark_retries'] = process.get_batcher(CONF).failures
 
 
 class _Failures(object):
@@ -401,7 +401,7 @@ def _end_to_end(engine, cells, commits, consumer, uuids, tag):
     wall, cpu = time.perf_counter(), _process_cpu()
     sent = [consumer.consume(_notification(u, when)) for u in uuids]
     consumed = time.perf_counter() - wall
-    # The dispatcher delivers in order and the marker commits in order:
+    # The dispatcher delivers in order and the batcher commits in order:
     # once the last change is in the index, every change before it is
     # marked, and what is pending is all that is left to apply.
     expected = [(u, when) for u in uuids]

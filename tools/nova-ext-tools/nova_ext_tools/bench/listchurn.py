@@ -163,7 +163,7 @@ def _write(ctx, cells, changes):
                     main_db.instance_update(cctxt, uuid, values)
     # Capture waits a bounded time for its marks; a list finding one
     # still unrecorded in this process would be handed to Nova.
-    if process.held() and not process.get_marker(CONF).flush(
+    if process.held() and not process.get_batcher(CONF).flush(
             MARK_TIMEOUT):
         raise RuntimeError('capture could not record the changes of %d '
                            'servers' % len(process.held()))

@@ -23,7 +23,7 @@ API, conductors, scheduler, compute and their database writes.
 
 Besides the two modes' times, the time spent in nova_ext's own code is
 summed by part (:class:`Spent`): the capture listeners on Nova's writing
-threads, the marker's commits, the index worker's re-reads; each as
+threads, the batcher's commits, the index worker's re-reads; each as
 elapsed time and as the CPU time of the thread that ran it. The harness
 runs every service in one process, so that work is taken from Nova's
 requests: the listeners' elapsed time on the writing thread itself, the
@@ -63,13 +63,13 @@ OPTIONS = {
 #: The parts of nova_ext's own work, and the clock that says what each
 #: costs Nova's requests.
 PARTS = (('hooks', "capture listeners, on Nova's writes", 'elapsed'),
-         ('marker', "marker's commits of releases", 'cpu'),
+         ('batcher', "batcher's commits of releases", 'cpu'),
          ('worker', "index worker's re-reads", 'cpu'))
 CLOCKS = (('elapsed', time.perf_counter), ('cpu', time.thread_time))
 
 
 class Spent(object):
-    """Seconds spent in nova_ext's capture, marker and worker code.
+    """Seconds spent in nova_ext's capture, batcher and worker code.
 
     Installed by wrapping the module attributes they are reached through;
     :meth:`take` returns what was spent since the last call.
@@ -84,13 +84,13 @@ class Spent(object):
             'nova_ext.entry_points.db_writes._LISTENERS',
             tuple((event, self._timed('hooks', listener))
                   for event, listener in db_writes._LISTENERS)))
-        marker_mark = self._timed('marker', pending.mark)
+        batcher_mark = self._timed('batcher', pending.mark)
         own_mark = pending.mark
 
         def mark(*args, **kwargs):
             # The holds' marks are timed with the listeners that make them.
-            if threading.current_thread().name == 'nova-ext-index-marker':
-                return marker_mark(*args, **kwargs)
+            if threading.current_thread().name == 'nova-ext-index-batcher':
+                return batcher_mark(*args, **kwargs)
             return own_mark(*args, **kwargs)
         test.useFixture(fixtures.MonkeyPatch(
             'nova_ext.index.pending.mark', mark))
@@ -160,9 +160,9 @@ def _measure(args, results, the_cloud):
                 parts[mode][key] += seconds
     db_writes.detach()
     the_cloud.progress.done()
-    # That capture was at work: the releases its marker committed.
+    # That capture was at work: the releases its batcher committed.
     results['environment']['capture_releases_recorded'] = (
-        process.get_marker(ext_conf.CONF).marked)
+        process.get_batcher(ext_conf.CONF).marked)
     results['metrics'] = [
         {'metric': '%s, per server, %s' % (what, stat), 'unit': 'ms',
          STOCK: measure.summary(samples[STOCK][what], 1000.0)[stat],
@@ -198,9 +198,9 @@ def _own_work(results, samples, parts, args):
     results['own_work_share'] = added
     results['notes'] = [
         "What capture adds of nova_ext's own work (capture on minus off: "
-        "the listeners' elapsed time, the marker's and the worker's CPU "
+        "the listeners' elapsed time, the batcher's and the worker's CPU "
         'time) is %.2f%% of the time servers took to boot and delete with '
-        'capture on: listeners %.2f%%, marker %.2f%%, worker %.2f%%.'
+        'capture on: listeners %.2f%%, batcher %.2f%%, worker %.2f%%.'
         % ((100.0 * sum(added.values()),) + tuple(
             100.0 * added[part] for part, _, _ in PARTS))]
 

@@ -13,7 +13,7 @@
 
 Whatever learns of a change in a process (the in-process notification
 consumer, change capture's releases and failed holds) hands it to the
-process's one :class:`Marker` (``nova_ext.index.process.get_marker``).
+process's one :class:`Batcher` (``nova_ext.index.process.get_batcher``).
 """
 
 import threading
@@ -32,7 +32,7 @@ LOG = logging.getLogger(__name__)
 BACKOFF, MAX_BACKOFF = 0.05, 5.0
 
 
-class Marker(object):
+class Batcher(object):
     """Records instance changes in the pending table, in batches.
 
     :meth:`add` buffers a change and returns at once. One thread commits
@@ -85,7 +85,7 @@ class Marker(object):
         # A wait timed out: later ones return at once until a commit.
         self._stalled = False
         self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name='nova-ext-index-marker')
+                                        name='nova-ext-index-batcher')
         self._thread.start()
 
     def add(self, uuid, when):
