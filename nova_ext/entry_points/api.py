@@ -28,39 +28,21 @@ nova-api only for ``GET /servers`` and ``GET /servers/detail``) with
 :data:`nova_ext.compat.TESTED_NOVA` only.
 """
 
-import collections
 import contextlib
 
 from oslo_log import log as logging
 import webob.dec
 
+from nova_ext import api as api_handlers
 from nova_ext.api import base
 from nova_ext.api import routes
 from nova_ext import compat
 from nova_ext import conf as ext_conf
 from nova_ext import exception
 from nova_ext.instance_list import serving
-from nova_ext import plugins
 from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)
-
-NAMESPACE = 'nova_ext.api.handlers'
-
-
-def load_handlers(conf):
-    """Enabled handlers as ``{route: [(name, handler)]}``."""
-    by_route = collections.defaultdict(list)
-    for name, handler in plugins.load_switched(
-            NAMESPACE, base.Handler, conf, conf.nova_ext_api.handlers):
-        unknown = set(handler.routes) - set(base.ROUTES)
-        if unknown:
-            raise exception.NovaExtError(
-                'nova_ext: API handler %r serves unknown routes %s; known '
-                'routes are %s' % (name, sorted(unknown), list(base.ROUTES)))
-        for route in handler.routes:
-            by_route[route].append((name, handler))
-    return dict(by_route)
 
 
 class _Step(object):
@@ -165,7 +147,7 @@ def stock_instance_list():
 
 def filter_factory(global_conf, **local_conf):
     """Paste filter factory for the ``nova_ext`` filter."""
-    handlers = load_handlers(ext_conf.CONF)
+    handlers = api_handlers.load_handlers(ext_conf.CONF)
     attach_instance_list(ext_conf.CONF)
 
     def _filter(application):

@@ -22,13 +22,11 @@ import threading
 
 from oslo_log import log as logging
 
-from nova_ext.notifications import base
-from nova_ext import plugins
+from nova_ext import notifications
 from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)
 
-NAMESPACE = 'nova_ext.notifications.consumers'
 
 _STOP = object()
 
@@ -134,9 +132,7 @@ def get_dispatcher(conf):
     global _DISPATCHER
     with _DISPATCHER_LOCK:
         if _DISPATCHER is None:
-            consumers = plugins.load_switched(
-                NAMESPACE, base.Consumer, conf,
-                conf.nova_ext_notifications.consumers)
+            consumers = notifications.load_consumers(conf)
             _DISPATCHER = Dispatcher(
                 consumers, conf.nova_ext_notifications.queue_size)
             # Built in Nova's rpc.init, before the process sets up its
