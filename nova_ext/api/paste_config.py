@@ -28,7 +28,7 @@ import sys
 
 FILTER = 'nova_ext'
 SECTION = '[filter:%s]' % FILTER
-FACTORY = 'paste.filter_factory = nova_ext.entry_points.api:filter_factory'
+FACTORY = 'paste.filter_factory = nova_ext.seams.api:filter_factory'
 # Nova's compute API composites are built by this factory, one pipeline per
 # auth strategy. nova_ext goes last before the application, so that it sees
 # requests exactly as Nova's router does: after the middleware that sets

@@ -28,8 +28,8 @@ from nova.objects import cell_mapping
 import sqlalchemy as sa
 
 from nova_ext.cell0_rebuild import models
-from nova_ext.entry_points.internals import api_db
 from nova_ext.object_migrations import base
+from nova_ext.seams.internals import api_db
 
 CELL0_UUID = cell_mapping.CellMapping.CELL0_UUID
 

@@ -43,7 +43,7 @@ from nova_ext.cell0_rebuild import eligibility
 from nova_ext.cell0_rebuild import flow
 from nova_ext.cell0_rebuild import objects as ext_objects
 from nova_ext.cell0_rebuild import quota
-from nova_ext.entry_points.internals import compute_api as nova_internals
+from nova_ext.seams.internals import compute_api as nova_internals
 
 LOG = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from oslo_db import exception as db_exception
 from oslo_log import log as logging
 from oslo_utils import excutils
 
-from nova_ext.entry_points.internals import api_db
+from nova_ext.seams.internals import api_db
 
 LOG = logging.getLogger(__name__)
 

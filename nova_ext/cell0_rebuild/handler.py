@@ -40,8 +40,8 @@ from nova_ext.cell0_rebuild import objects as ext_objects
 from nova_ext.cell0_rebuild import on_create
 from nova_ext import compat
 from nova_ext import conf as ext_conf
-from nova_ext.entry_points.internals import servers_controller
 from nova_ext import exception
+from nova_ext.seams.internals import servers_controller
 
 LOG = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
 from nova_ext.cell0_rebuild import models
-from nova_ext.entry_points.internals import api_db
+from nova_ext.seams.internals import api_db
 
 
 class BuildCapture(nova_base.NovaObject):

@@ -23,8 +23,8 @@ from nova import objects
 from oslo_log import log as logging
 
 from nova_ext.cell0_rebuild import objects as ext_objects
-from nova_ext.entry_points.internals import cells as nova_cells
-from nova_ext.entry_points.internals import servers_controller
+from nova_ext.seams.internals import cells as nova_cells
+from nova_ext.seams.internals import servers_controller
 
 LOG = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@
   entry points) that fill ``instances.compute_id``,
   ``migrations.dest_compute_id`` and ``compute_nodes.service_id``.
 - ``host_links.py``: the same links for one host, run by nova-conductor on
-  behalf of a starting nova-compute (``nova_ext.entry_points.compute``).
+  behalf of a starting nova-compute (``nova_ext.seams.compute``).
 
 Its options are in ``nova_ext/conf/object_migrations.py``; its audit
 command is ``nova-ext-manage compute-ids`` (``nova_ext/cmd/compute_ids.py``).

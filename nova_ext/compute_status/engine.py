@@ -25,8 +25,8 @@ from nova import exception as nova_exception
 from nova import objects
 from oslo_log import log as logging
 
-from nova_ext.entry_points.internals import report_client
 from nova_ext import exception
+from nova_ext.seams.internals import report_client
 from nova_ext import virt
 from nova_ext.virt import base
 

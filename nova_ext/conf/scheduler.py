@@ -19,7 +19,7 @@ scheduler_group = cfg.OptGroup(
 Options for nova_ext in nova-scheduler.
 
 nova_ext is loaded into nova-scheduler by adding
-``nova_ext.entry_points.scheduler.attach`` to
+``nova_ext.seams.scheduler.attach`` to
 ``[filter_scheduler]available_filters`` (after Nova's own
 ``nova.scheduler.filters.all_filters``). It adds no host filter; it appends
 the request filters enabled here to Nova's request-filter pipeline, which

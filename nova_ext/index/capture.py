@@ -13,7 +13,7 @@
 
 Notifications say after the fact, and not always, that an instance
 changed. Capture learns it from the write itself: in every Nova process
-where it is attached (``nova_ext.entry_points.db_writes``), each ORM
+where it is attached (``nova_ext.seams.db_writes``), each ORM
 session that is about to write a row a server list shows or filters on
 first marks the instance pending in the index, *held*, and only then
 writes; once the session has committed (or rolled back), the marks are

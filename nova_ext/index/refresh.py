@@ -22,8 +22,6 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
-from nova_ext.entry_points.internals import api_db
-from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import pending
@@ -31,6 +29,8 @@ from nova_ext.index import schema
 from nova_ext.index import sequence
 from nova_ext.index import source
 from nova_ext.index import writer
+from nova_ext.seams.internals import api_db
+from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
 

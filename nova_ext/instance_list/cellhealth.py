@@ -28,7 +28,7 @@ from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 import sqlalchemy as sa
 
-from nova_ext.entry_points.internals import cells as nova_cells
+from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
 

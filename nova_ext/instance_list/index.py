@@ -37,9 +37,6 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.entry_points.internals import cells as nova_cells
-from nova_ext.entry_points.internals import instance_lister
-from nova_ext.entry_points.internals import instances as nova_instances
 from nova_ext.index import db
 from nova_ext.index import ids
 from nova_ext.index import metrics
@@ -52,6 +49,9 @@ from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import index_checks
 from nova_ext.instance_list import services
+from nova_ext.seams.internals import cells as nova_cells
+from nova_ext.seams.internals import instance_lister
+from nova_ext.seams.internals import instances as nova_instances
 
 CONF = ext_conf.CONF
 LOG = logging.getLogger(__name__)

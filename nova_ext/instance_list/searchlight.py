@@ -35,14 +35,14 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.conf import searchlight as sl_conf
-from nova_ext.entry_points.internals import cells as nova_cells
-from nova_ext.entry_points.internals import instance_lister
-from nova_ext.entry_points.internals import instances as nova_instances
 from nova_ext import exception
 from nova_ext.instance_list import base
 from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import searchlight_overlay as overlay
 from nova_ext.instance_list import searchlight_query as query
+from nova_ext.seams.internals import cells as nova_cells
+from nova_ext.seams.internals import instance_lister
+from nova_ext.seams.internals import instances as nova_instances
 
 LOG = logging.getLogger(__name__)
 CONF = ext_conf.CONF

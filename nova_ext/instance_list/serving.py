@@ -19,7 +19,7 @@ too slow or too far behind is handed over and *latched off* for
 ``[nova_ext_instance_list]retry_interval`` seconds, with one warning, so a
 broken index costs neither errors nor a timeout per request.
 
-The API seam (``nova_ext.entry_points.api``) makes the :class:`Selector`,
+The API seam (``nova_ext.seams.api``) makes the :class:`Selector`,
 routes Nova's function through it and records both here
 (:func:`attached`); the rest of nova_ext asks :func:`selector` and
 :func:`stock`.

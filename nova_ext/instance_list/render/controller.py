@@ -27,7 +27,7 @@ from nova.api.openstack import wsgi as nova_wsgi
 from oslo_log import log as logging
 import webob.exc
 
-from nova_ext.entry_points.internals import servers_controller
+from nova_ext.seams.internals import servers_controller
 
 LOG = logging.getLogger(__name__)
 

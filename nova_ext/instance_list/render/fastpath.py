@@ -26,12 +26,12 @@ from nova.api.openstack import api_version_request
 from nova import exception as nova_exception
 from nova import objects
 
-from nova_ext.entry_points.internals import server_views
 from nova_ext import exception
 from nova_ext.instance_list import base
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list.render import rows
 from nova_ext.instance_list.render import view
+from nova_ext.seams.internals import server_views
 
 
 class NotRendered(exception.NovaExtError):

@@ -20,7 +20,7 @@ each server from its uuid and name alone. Nova's
 sort and marker rule is Nova's), but within :func:`narrowed` the list query
 it runs on the index selects only those columns and hands back plain dicts
 instead of ORM objects, which is where most of its time goes for a page of
-a thousand servers (``nova_ext.entry_points.internals.orm``, installed by
+a thousand servers (``nova_ext.seams.internals.orm``, installed by
 :func:`attach`).
 
 Only the list query is narrowed; lookups such as the marker's are not.
@@ -30,7 +30,7 @@ Rows to render are read in full afterwards.
 import contextlib
 import contextvars
 
-from nova_ext.entry_points.internals import orm
+from nova_ext.seams.internals import orm
 
 #: Columns every narrowed row has: what rows.IndexedInstance reads, the
 #: render cache's keys, host_status and the collection links.

@@ -31,7 +31,7 @@ import hashlib
 
 from nova import objects
 
-from nova_ext.entry_points.internals import request_specs as stored_specs
+from nova_ext.seams.internals import request_specs as stored_specs
 
 #: Specs whose decoding is kept, beyond which all are forgotten.
 MAX_KEPT = 100000

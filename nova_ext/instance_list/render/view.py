@@ -15,7 +15,7 @@ The request specs of a page come from request_specs.py, the block device
 mappings from the instance index (``volumes_from``), and its documents
 from the render cache where they are (:class:`PageRender`). Nova's view
 offers these changes through its private methods only:
-``nova_ext.entry_points.internals.server_views`` overrides those, and the
+``nova_ext.seams.internals.server_views`` overrides those, and the
 parity tests at every microversion hold the result to Nova's.
 """
 
@@ -23,9 +23,9 @@ import contextlib
 import contextvars
 import functools
 
-from nova_ext.entry_points.internals import server_views
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
+from nova_ext.seams.internals import server_views
 
 
 #: Where a request's PageRender is, while a page is rendered.

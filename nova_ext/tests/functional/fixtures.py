@@ -35,7 +35,6 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext.api import paste_config
-from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import db as index_db
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending as index_pending
@@ -43,6 +42,7 @@ from nova_ext.index import process as index_process
 from nova_ext.instance_list import render
 from nova_ext.instance_list.render import render_cache
 from nova_ext.notifications import dispatcher
+from nova_ext.seams import api as api_entry_point
 
 CONF = cfg.CONF
 
@@ -52,7 +52,7 @@ SCHEDULER = 'scheduler'
 ALL_SEAMS = (API, NOTIFICATIONS, SCHEDULER)
 
 NOVA_FILTERS = 'nova.scheduler.filters.all_filters'
-ATTACH = 'nova_ext.entry_points.scheduler.attach'
+ATTACH = 'nova_ext.seams.scheduler.attach'
 
 
 def nova_api_paste_ini():

@@ -37,7 +37,7 @@ from nova_ext.cell0_rebuild import objects as ext_objects
 from nova_ext.cmd import manage_db
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
-from nova_ext.entry_points import api as api_entry_point
+from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import population

@@ -38,7 +38,7 @@ from nova_ext.cmd import manage_db
 from nova_ext.cmd import status as status_cmd
 from nova_ext.compute_ids import migrations as compute_ids
 from nova_ext import conf as ext_conf
-from nova_ext.entry_points import compute as compute_ep
+from nova_ext.seams import compute as compute_ep
 from nova_ext.tests.functional import base
 
 INSTANCES = models.Instance.__table__

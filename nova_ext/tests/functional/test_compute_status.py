@@ -28,9 +28,9 @@ from oslo_utils import timeutils
 from nova_ext.compute_status import engine
 from nova_ext.compute_status import trait_callbacks
 from nova_ext.compute_status import watcher as watcher_mod
-from nova_ext.entry_points import scheduler as scheduler_ep
 from nova_ext import exception
 from nova_ext.notifications import dispatcher
+from nova_ext.seams import scheduler as scheduler_ep
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as func_fixtures
 

@@ -67,7 +67,6 @@ from nova_ext.cell0_rebuild import build_captures
 from nova_ext.cell0_rebuild import migration as cell0_migration
 from nova_ext.cell0_rebuild import models as cell0_models
 from nova_ext import conf as ext_conf
-from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import migration as index_migration
 from nova_ext.index import pending
 from nova_ext.index import schema
@@ -75,6 +74,7 @@ from nova_ext.index import sequence
 from nova_ext.index import service_changes
 from nova_ext.index import source
 from nova_ext.index import writer
+from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_locks

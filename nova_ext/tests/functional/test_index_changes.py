@@ -47,9 +47,9 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
-from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import pending
 from nova_ext.index import schema
+from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import test_index_capture as capture_tests

@@ -28,12 +28,12 @@ from nova import objects
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.entry_points import api as api_entry_point
-from nova_ext.entry_points.internals import orm as nova_orm
 from nova_ext.index import schema
 from nova_ext.index import sync
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list import serving
+from nova_ext.seams import api as api_entry_point
+from nova_ext.seams.internals import orm as nova_orm
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures

@@ -20,9 +20,9 @@ import time
 
 from nova.scheduler import request_filter
 
-from nova_ext.entry_points import api as api_ep
-from nova_ext.entry_points import scheduler as scheduler_ep
 from nova_ext.notifications import dispatcher
+from nova_ext.seams import api as api_ep
+from nova_ext.seams import scheduler as scheduler_ep
 from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as func_fixtures

@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 from oslo_config import fixture as config_fixture
+from oslo_context import fixture as context_fixture
 from oslotest import base
 
 from nova_ext import conf
@@ -22,6 +23,9 @@ class TestCase(base.BaseTestCase):
     def setUp(self):
         super().setUp()
         self.conf = self.useFixture(config_fixture.Config(conf.CONF))
+        # Nova's RequestContext stores itself as the thread's current one,
+        # which oslo.log then prints: no test inherits another's.
+        self.useFixture(context_fixture.ClearRequestContext())
         self.addCleanup(test_plugins.reset)
 
     def flags(self, group=None, **kwargs):

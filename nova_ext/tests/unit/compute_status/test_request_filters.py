@@ -17,7 +17,7 @@ from nova.scheduler import request_filter
 
 from nova_ext.compute_status import request_filters
 from nova_ext.compute_status import trait_callbacks
-from nova_ext.entry_points import scheduler as scheduler_ep
+from nova_ext.seams import scheduler as scheduler_ep
 from nova_ext.tests.unit import base
 
 DISABLED = trait_callbacks.COMPUTE_STATUS_DISABLED

@@ -22,13 +22,13 @@ from oslo_db.sqlalchemy import orm as oslo_orm
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from nova_ext.entry_points import db_writes
 from nova_ext.index import db
 from nova_ext.index import holders
 from nova_ext.index import migration
 from nova_ext.index import pending
 from nova_ext.index import process
 from nova_ext.index import schema
+from nova_ext.seams import db_writes
 from nova_ext.tests.unit import base
 
 A = '00000000-0000-0000-0000-00000000000a'

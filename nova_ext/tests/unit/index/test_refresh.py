@@ -20,12 +20,12 @@ from nova import objects
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
-from nova_ext.entry_points.internals import cells as nova_cells
 from nova_ext.index import db
 from nova_ext.index import pending
 from nova_ext.index import refresh
 from nova_ext.index import schema
 from nova_ext.index import source
+from nova_ext.seams.internals import cells as nova_cells
 from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base
 

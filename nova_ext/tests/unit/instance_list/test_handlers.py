@@ -18,7 +18,6 @@ import webob
 import webob.dec
 
 from nova_ext.api import base as api_base
-from nova_ext.entry_points.internals import orm
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import cells
 from nova_ext.instance_list import handlers
@@ -26,6 +25,7 @@ from nova_ext.instance_list import index
 from nova_ext.instance_list import render
 from nova_ext.instance_list import searchlight
 from nova_ext.instance_list import serving
+from nova_ext.seams.internals import orm
 from nova_ext.tests.unit import base
 
 

@@ -19,10 +19,10 @@ import fixtures
 from nova.compute import instance_list as nova_instance_list
 from nova import exception as nova_exception
 
-from nova_ext.entry_points import api as api_entry_point
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import cells
 from nova_ext.instance_list import serving
+from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.unit import base
 
 

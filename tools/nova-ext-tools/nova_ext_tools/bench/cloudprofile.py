@@ -56,7 +56,7 @@ COMPONENTS = (
         'nova_ext/instance_list/render/controller.py',
         'nova/api/openstack/compute/servers.py')),
     ('nova_ext: its filter, the page\'s other steps', (
-        'nova_ext/api/', 'nova_ext/entry_points/api.py',
+        'nova_ext/api/', 'nova_ext/seams/api.py',
         'nova_ext/instance_list/handlers.py',
         'nova_ext/instance_list/render/')),
 )

@@ -34,8 +34,8 @@ import oslo_messaging
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
-from nova_ext.entry_points import notifier as notifier_ep
 from nova_ext.notifications import dispatcher
+from nova_ext.seams import notifier as notifier_ep
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
 from nova_ext_tools.bench import data

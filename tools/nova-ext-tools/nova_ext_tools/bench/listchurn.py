@@ -60,7 +60,6 @@ from nova import objects
 from oslo_config import cfg
 import sqlalchemy as sa
 
-from nova_ext.entry_points import db_writes
 from nova_ext.index import db as index_db
 from nova_ext.index import holders
 from nova_ext.index import pending
@@ -68,6 +67,7 @@ from nova_ext.index import process
 from nova_ext.index import refresh
 from nova_ext.index import schema
 from nova_ext.index import sync
+from nova_ext.seams import db_writes
 
 from nova_ext_tools.bench import isolate
 from nova_ext_tools.bench import listquery

@@ -29,9 +29,9 @@ from nova import servicegroup
 from nova.servicegroup.drivers import db as sg_db
 from oslo_config import cfg
 
-from nova_ext.entry_points import api as api_entry_point
 from nova_ext.index import sync
 from nova_ext.instance_list import serving
+from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
 from nova_ext_tools.bench import data

@@ -41,10 +41,10 @@ from nova import utils
 
 from nova_ext import compat
 from nova_ext import conf as ext_conf
-from nova_ext.entry_points import db_writes
 from nova_ext.index import pending
 from nova_ext.index import process
 from nova_ext.index import refresh
+from nova_ext.seams import db_writes
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
 from nova_ext_tools.bench import measure
@@ -81,7 +81,7 @@ class Spent(object):
         db_writes.detach()
         self.seconds = self._zero()
         test.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.entry_points.db_writes._LISTENERS',
+            'nova_ext.seams.db_writes._LISTENERS',
             tuple((event, self._timed('hooks', listener))
                   for event, listener in db_writes._LISTENERS)))
         batcher_mark = self._timed('batcher', pending.mark)

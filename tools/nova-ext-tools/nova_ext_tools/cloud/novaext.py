@@ -55,7 +55,7 @@ class NovaExt(object):
                 'driver': ['messagingv2', 'nova_ext']}})
         services.write_ini(self.nova.conf, {'filter_scheduler': {
             'available_filters': ['nova.scheduler.filters.all_filters',
-                                  'nova_ext.entry_points.scheduler.attach']}})
+                                  'nova_ext.seams.scheduler.attach']}})
 
     def switch_on(self):
         """Step 4: every capability, capture in every process that writes."""

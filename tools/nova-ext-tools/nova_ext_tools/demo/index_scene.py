@@ -26,7 +26,7 @@ from oslo_config import cfg
 
 from nova_ext.cmd import manage
 from nova_ext.cmd import manage_index
-from nova_ext.entry_points import api as api_ep
+from nova_ext.seams import api as api_ep
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
 CONF = cfg.CONF

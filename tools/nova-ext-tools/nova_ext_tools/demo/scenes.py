@@ -24,9 +24,9 @@ from nova import objects
 from nova.scheduler import request_filter
 from oslo_config import cfg
 
-from nova_ext.entry_points import api as api_ep
-from nova_ext.entry_points import scheduler as scheduler_ep
 from nova_ext.notifications import dispatcher
+from nova_ext.seams import api as api_ep
+from nova_ext.seams import scheduler as scheduler_ep
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
 from nova_ext_tools.demo import cell0_rebuild_scene

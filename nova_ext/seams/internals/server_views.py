@@ -1,0 +1,158 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``nova.api.openstack.compute.views.servers``: Nova's server view builder.
+
+nova_ext renders server lists with Nova's own ``ViewBuilder``, changing
+three things it reads, which Nova's class offers no way to change but its
+private methods: where a page's volumes come from
+(``_get_instance_bdms_in_multiple_cells``), where its request specs come
+from (in ``_list_view``, of which :class:`ViewBuilder` carries a copy,
+Nova 34's line for line but for that call), and whether Nova adds
+``host_status`` and security groups to a page's documents
+(``_add_host_status``, ``_add_security_grps``). :class:`ViewBuilder`
+overrides those and asks its own public methods, which a subclass changes.
+
+The contract test is
+``nova_ext.tests.unit.seams.test_internals_server_views``.
+"""
+
+
+from nova.api.openstack import api_version_request
+from nova.api.openstack.compute.views import servers as views_servers
+from nova import objects
+from nova.objects import virtual_interface
+
+from nova_ext.seams import internals
+
+POINT = 'nova.api.openstack.compute.views.servers.ViewBuilder'
+
+
+def _check():
+    internals.check(POINT)
+
+
+class ViewBuilder(views_servers.ViewBuilder):
+    """Nova's server view builder, with what nova_ext changes in methods.
+
+    As it is, it renders as Nova's does; a subclass overrides
+    :meth:`read_volumes`, :meth:`request_specs` and :meth:`adds_to_page`.
+
+    :raises UnsupportedNovaVersion: when made on a Nova nova_ext was not
+        tested with.
+    """
+
+    def __init__(self):
+        _check()
+        super().__init__()
+
+    def read_volumes(self, ctxt, instance_uuids):
+        """The block device mappings of a page's instances.
+
+        :returns: ``{instance uuid: [mappings]}``, each mapping a dict (or
+            object) with ``volume_id`` and ``delete_on_termination``.
+        """
+        return views_servers.ViewBuilder._get_instance_bdms_in_multiple_cells(
+            ctxt, instance_uuids)
+
+    def request_specs(self, context, instance_uuids):
+        """As ``RequestSpec.get_by_instance_uuids``, for the view.
+
+        The view reads ``instance_uuid``, ``availability_zone`` and
+        ``scheduler_hints`` of each.
+        """
+        return objects.RequestSpec.get_by_instance_uuids(
+            context, instance_uuids)
+
+    def adds_to_page(self, servers):
+        """Whether Nova adds host_status and security groups to ``servers``.
+
+        :param servers: the documents of a detailed page.
+        """
+        return True
+
+    def _get_instance_bdms_in_multiple_cells(self, ctxt, instance_uuids):
+        return self.read_volumes(ctxt, instance_uuids)
+
+    def _add_host_status(self, servers, instances, unknown_only=False):
+        if self.adds_to_page(servers):
+            super()._add_host_status(servers, instances,
+                                     unknown_only=unknown_only)
+
+    def _add_security_grps(self, request, servers, instances):
+        if self.adds_to_page(servers):
+            super()._add_security_grps(request, servers, instances)
+
+    def _list_view(self, func, request, servers, coll_name, show_extra_specs,
+                   show_extended_attr=None, show_host_status=None,
+                   show_sec_grp=False, bdms=None, cell_down_support=False):
+        req_specs = None
+        req_specs_dict = {}
+        sched_hints_dict = {}
+        if api_version_request.is_supported(request, '2.96'):
+            context = request.environ['nova.context']
+            instance_uuids = [s.uuid for s in servers]
+            req_specs = self.request_specs(
+                context, instance_uuids)
+            req_specs_dict.update({req.instance_uuid: req.availability_zone
+                                   for req in req_specs
+                                   if req.availability_zone is not None})
+            if api_version_request.is_supported(request, '2.100'):
+                sched_hints_dict.update({
+                    req.instance_uuid: req.scheduler_hints
+                    for req in req_specs
+                    if req.scheduler_hints is not None})
+
+        server_list = [
+            func(request, server,
+                 show_extra_specs=show_extra_specs,
+                 show_extended_attr=show_extended_attr,
+                 show_host_status=show_host_status,
+                 show_sec_grp=show_sec_grp, bdms=bdms,
+                 cell_down_support=cell_down_support,
+                 provided_az=req_specs_dict.get(
+                     server.uuid, views_servers.AZ_NOT_IN_REQUEST_SPEC),
+                 provided_sched_hints=sched_hints_dict.get(
+                     server.uuid,
+                     views_servers.SCHED_HINTS_NOT_IN_REQUEST_SPEC)
+                 )["server"]
+            for server in servers
+            if server.uuid != virtual_interface.FAKE_UUID]
+        servers_links = self._get_collection_links(request,
+                                                   servers,
+                                                   coll_name)
+        servers_dict = dict(servers=server_list)
+
+        if servers_links:
+            servers_dict["servers_links"] = servers_links
+
+        return servers_dict
+
+
+def host_status_unknown_only(view_builder, context):
+    """What ``host_status`` the page's documents show to ``context``.
+
+    Nova's ``_get_host_status_unknown_only``: None when policy shows none,
+    True when only ``UNKNOWN``, False when any.
+
+    :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
+    """
+    _check()
+    return view_builder._get_host_status_unknown_only(context)
+
+
+def project_id_in_url(view_builder, request):
+    """The project id in the request's URL (the links keep it), or ''.
+
+    :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
+    """
+    _check()
+    return view_builder._get_project_id(request)

@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What nova_ext relies on of Nova's server view builder.
+
+``nova_ext.seams.internals.server_views`` subclasses Nova's
+``ViewBuilder``, overriding four of its private methods (one a copy of
+Nova's), and calls two more: these tests fail when Nova changes them.
+"""
+
+import inspect
+import re
+from unittest import mock
+
+import fixtures
+from nova.api.openstack.compute.views import servers as views_servers
+from nova.compute import api as compute_api
+
+from nova_ext import exception
+from nova_ext.seams.internals import server_views
+from nova_ext.tests import fixtures as ext_fixtures
+from nova_ext.tests.unit import base
+
+
+def _code(function):
+    """The statements of a function: no comments, blank lines or wrapping."""
+    source = inspect.getsource(function)
+    source = re.sub(r'#[^\n]*', '', source)
+    return re.sub(r'\s+', '', source)
+
+
+class TestListViewCopy(base.TestCase):
+
+    def test_same_as_novas_but_the_request_specs(self):
+        nova = _code(views_servers.ViewBuilder._list_view)
+        ours = _code(server_views.ViewBuilder._list_view)
+        # Nova's docstring is not copied.
+        nova = re.sub(r'"""[^"]*"""', '', nova)
+        ours = ours.replace(
+            'self.request_specs(',
+            'objects.RequestSpec.get_by_instance_uuids(').replace(
+            'views_servers.', '')
+        self.assertEqual(nova, ours,
+                         'Nova changed ViewBuilder._list_view: compare it '
+                         'with nova_ext.seams.internals.server_views '
+                         'and update the copy, then the Nova versions '
+                         'nova_ext supports')
+
+    def test_nova_reads_a_pages_volumes_through_one_method(self):
+        # nova_ext's ViewBuilder overrides that method to read the volumes
+        # from the index; if Nova's detail() stopped calling it, the page
+        # would be right but read from every cell again.
+        self.assertIn('self._get_instance_bdms_in_multiple_cells(',
+                      _code(views_servers.ViewBuilder.detail))
+        self.assertIsNot(
+            views_servers.ViewBuilder._get_instance_bdms_in_multiple_cells,
+            server_views.ViewBuilder._get_instance_bdms_in_multiple_cells)
+
+    def test_nova_adds_to_a_page_through_two_methods(self):
+        # Overriding them is how a page rendered again keeps what Nova
+        # added to its documents the first time.
+        detail = _code(views_servers.ViewBuilder.detail)
+        self.assertIn('self._add_host_status(', detail)
+        self.assertIn('self._add_security_grps(', detail)
+        self.assertEqual(
+            ['self', 'servers', 'instances', 'unknown_only'],
+            list(inspect.signature(
+                views_servers.ViewBuilder._add_host_status).parameters))
+        self.assertEqual(
+            ['self', 'request', 'servers', 'instances'],
+            list(inspect.signature(
+                views_servers.ViewBuilder._add_security_grps).parameters))
+
+    def test_hooks_are_not_novas_names(self):
+        for name in ('read_volumes', 'request_specs', 'adds_to_page'):
+            self.assertFalse(hasattr(views_servers.ViewBuilder, name), name)
+
+
+class TestCalledMethods(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # Nova's compute API wants an RPC transport when it is made.
+        self.useFixture(fixtures.MockPatchObject(
+            compute_api.API, '__init__', return_value=None))
+
+    def test_host_status_unknown_only(self):
+        self.assertEqual(
+            ['context', 'instance'],
+            list(inspect.signature(views_servers.ViewBuilder.
+                                   _get_host_status_unknown_only).parameters))
+        builder = server_views.ViewBuilder()
+        context = mock.Mock()
+        context.can.return_value = False
+        # Policy shows no host status at all.
+        self.assertIsNone(
+            server_views.host_status_unknown_only(builder, context))
+
+    def test_project_id_in_url(self):
+        builder = server_views.ViewBuilder()
+        request = mock.Mock(url='http://api/v2.1/p1/servers',
+                            environ={'nova.context': mock.Mock(
+                                project_id='p1')})
+        self.assertEqual('p1',
+                         server_views.project_id_in_url(builder, request))
+        request.url = 'http://api/v2.1/servers'
+        self.assertEqual('',
+                         server_views.project_id_in_url(builder, request))
+
+    def test_hooks_default_to_novas_behaviour(self):
+        builder = server_views.ViewBuilder()
+        with mock.patch.object(
+                views_servers.ViewBuilder,
+                '_get_instance_bdms_in_multiple_cells',
+                return_value={'u1': []}) as bdms:
+            self.assertEqual({'u1': []},
+                             builder._get_instance_bdms_in_multiple_cells(
+                                 'ctx', ['u1']))
+        bdms.assert_called_once_with('ctx', ['u1'])
+        with mock.patch.object(views_servers.ViewBuilder, '_add_host_status'
+                               ) as added:
+            builder._add_host_status(['s'], ['i'], unknown_only=True)
+        added.assert_called_once_with(['s'], ['i'], unknown_only=True)
+
+
+class TestVersionGate(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MockPatchObject(
+            compute_api.API, '__init__', return_value=None))
+
+    def test_refuses_on_an_untested_nova(self):
+        self.useFixture(ext_fixtures.UntestedNova())
+        builder = mock.Mock()
+        self.assertRaises(exception.UnsupportedNovaVersion,
+                          server_views.ViewBuilder)
+        self.assertRaises(exception.UnsupportedNovaVersion,
+                          server_views.host_status_unknown_only, builder,
+                          None)
+        self.assertRaises(exception.UnsupportedNovaVersion,
+                          server_views.project_id_in_url, builder, None)
+        self.assertEqual([], builder.method_calls)
+
+    def test_the_installed_nova_is_tested(self):
+        server_views._check()
