@@ -17,7 +17,6 @@ process of its own, its exit code and output kept for the deployment
 tests.
 """
 
-import re
 import subprocess
 import urllib.request
 
@@ -139,28 +138,25 @@ class NovaExt(object):
             return r.read().decode()
 
 
-LIST_COUNTER = re.compile(
-    r'^nova_ext_index_api_list_requests_total\{(?P<labels>[^}]*)\}\s+'
-    r'(?P<value>[0-9.e+]+)$', re.M)
+def _totals(text, name, key):
+    """{key(labels): total} of the samples ``name`` in /metrics text."""
+    totals = {}
+    for family in parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                k = key(sample.labels)
+                totals[k] = totals.get(k, 0) + sample.value
+    return totals
 
 
 def list_counters(text):
     """{outcome: total} of every nova-api process, from /metrics text."""
-    totals = {}
-    for m in LIST_COUNTER.finditer(text):
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group('labels')))
-        outcome = labels.get('outcome')
-        totals[outcome] = totals.get(outcome, 0) + float(m.group('value'))
-    return totals
+    return _totals(text, 'nova_ext_index_api_list_requests_total',
+                   lambda labels: labels['outcome'])
 
 
 def handed_reasons(text):
     """{'outcome: reason': total} of every nova-api process, from /metrics."""
-    totals = {}
-    for family in parser.text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == 'nova_ext_index_api_list_handed_total':
-                key = '%s: %s' % (sample.labels['outcome'],
-                                  sample.labels['reason'])
-                totals[key] = totals.get(key, 0) + sample.value
-    return totals
+    return _totals(text, 'nova_ext_index_api_list_handed_total',
+                   lambda labels: '%s: %s' % (labels['outcome'],
+                                              labels['reason']))
