@@ -19,7 +19,6 @@ nova_ext's (the ``nova_ext`` filter in its api-paste.ini) and a stock one
 with Nova's api-paste.ini unchanged, on the same databases.
 """
 
-import glob
 import os
 import re
 import shutil
@@ -27,6 +26,7 @@ import sys
 
 from nova_ext.api import paste_config
 
+from nova_ext_tools.cloud import clock
 from nova_ext_tools.cloud import layout
 from nova_ext_tools.cloud import procs
 from nova_ext_tools.cloud import services
@@ -46,9 +46,6 @@ PROFILED_API = 'nova-api-profiled'
 #: (nova_ext_tools.cloud.tcpproxy): the cell's database server failing.
 PROXIED_CELL = layout.CELLS[-1]
 DB_PROXY = 'db-proxy-' + PROXIED_CELL
-#: libfaketime's thread-safe library (Debian's faketime package), in the
-#: machine's multiarch directory.
-FAKETIME_LIBRARY = '/usr/lib/*/faketime/libfaketimeMT.so.1'
 
 
 class Nova(object):
@@ -197,19 +194,15 @@ class Nova(object):
     def _clock(self, name):
         """The environment that sets the clock of process ``name``.
 
-        Debian's libfaketime, preloaded into the process itself rather
-        than through the ``faketime`` command, which runs the program in
-        a child of its own session: stopping its process group would
-        leave the program running.
+        libfaketime is preloaded into the process itself rather than run
+        through the ``faketime`` command, which runs the program in a
+        child of its own session: stopping its process group would leave
+        the program running.
         """
         offset = self.faketime.get(name)
         if not offset:
             return {}
-        found = glob.glob(FAKETIME_LIBRARY)
-        if not found:
-            raise procs.CloudError('no libfaketime (%s): install Debian\'s '
-                                   'faketime' % FAKETIME_LIBRARY)
-        return {'LD_PRELOAD': found[0], 'FAKETIME': offset}
+        return clock.environ(offset)
 
     def _services(self):
         """{name: (binary, config file)} of each Nova service but the APIs.

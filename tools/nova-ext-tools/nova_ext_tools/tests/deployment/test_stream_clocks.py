@@ -19,18 +19,64 @@ stream's changes. Lists go to the nova-apis on time and are compared with
 the stock one's, as in the plain stream; every change must show at once.
 ``NOVA_EXT_CLOCK_ACTIONS`` sets the stream's length.
 
+A skewed process must be what a host whose clock is wrong is: its wall
+clock off, its waits timed right. No holder of theirs may be taken for
+dead, which a heartbeat that never beats would be.
+
 It runs after the plain stream and before the faults (test modules run in
 the order of their names).
 """
 
+import json
+import os
+import subprocess
+import sys
 import time
 
+from nova_ext_tools.cloud import clock
 from nova_ext_tools.cloud import layout
 from nova_ext_tools.cloud import nova as cloud_nova
 from nova_ext_tools.tests.deployment import base
 from nova_ext_tools.tests.deployment import test_stream
 
 BEHIND = '-5s'
+
+#: Run on the clock BEHIND, with the machine's time as its argument: how
+#: far behind its wall clock is, and how long its waits of 0.2 s took.
+_PROBE = """
+import json, sys, threading, time
+behind = float(sys.argv[1]) - time.time()
+lock = threading.Lock()
+lock.acquire()
+took = {}
+for name, wait in (('lock', lambda: lock.acquire(timeout=0.2)),
+                   ('event', lambda: threading.Event().wait(0.2)),
+                   ('sleep', lambda: time.sleep(0.2))):
+    started = time.perf_counter()
+    wait()
+    took[name] = time.perf_counter() - started
+print(json.dumps({'behind': behind, 'took': took}))
+"""
+#: What nova-api and the indexer warn when they take a holder for dead
+#: that held marks (one that held none, a process stopped, is an INFO).
+_TAKEN_FOR_DEAD = ' WARNING nova_ext.index'
+_STOPPED_BEATING = 'stopped beating for'
+
+
+class TestClockOfAHost(base.CloudTestCase):
+
+    def test_wall_clock_behind_waits_on_time(self):
+        env = dict(os.environ, **clock.environ(BEHIND))
+        out = subprocess.run(
+            [sys.executable, '-c', _PROBE, repr(time.time())],
+            env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(0, out.returncode, out.stderr)
+        probe = json.loads(out.stdout)
+        # 5 s, less the probe's start.
+        self.assertTrue(4 < probe['behind'] <= 5, out.stdout)
+        self.assertEqual({'lock', 'event', 'sleep'}, set(probe['took']))
+        for name, took in probe['took'].items():
+            self.assertTrue(0.2 <= took < 2, (name, out.stdout))
 
 
 class TestClocks(base.CloudTestCase):
@@ -50,6 +96,7 @@ class TestClocks(base.CloudTestCase):
         behind = {user: self.connect(user, compute='nova_skewed')
                   for user in s.conns}
         counted = test_stream.counters_before(self)
+        dead_before = self.taken_for_dead()
         started = time.monotonic()
         try:
             # First, a change 5 s behind right after one on time, listed
@@ -70,3 +117,12 @@ class TestClocks(base.CloudTestCase):
                                          counted)
         test_stream.exact_and_whole(self, seed, s)
         self.assertGreaterEqual(share, 0.9, 'seed %d' % seed)
+        self.assertEqual(dead_before, self.taken_for_dead(), 'seed %d' % seed)
+
+    def taken_for_dead(self):
+        """The warnings that a holder was taken for dead, in every log."""
+        return [line for name in ('nova-api', 'nova-ext-indexer',
+                                  cloud_nova.SKEWED_API)
+                if os.path.exists(self.cloud.ps.log(name))
+                for line in self.log_of(name).splitlines()
+                if _TAKEN_FOR_DEAD in line and _STOPPED_BEATING in line]
