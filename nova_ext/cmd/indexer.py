@@ -52,7 +52,7 @@ def schema_problem(conf):
     An indexer whose code is newer than the schema would fail on every
     batch that needs a new table, and requeue it for ever.
     """
-    from nova_ext.index import migration
+    from nova_ext.index.upkeep import migration
 
     return migration.problem(conf)
 
@@ -79,8 +79,8 @@ def _build(conf):
     """The indexer, with its endpoint: built in the worker process."""
     from nova import context as nova_context
 
-    from nova_ext.index import exporter
-    from nova_ext.index import listener
+    from nova_ext.index.feeds import listener
+    from nova_ext.index.upkeep import exporter
     from nova_ext.service import endpoint
 
     indexer = listener.Indexer(conf, run_worker=not conf.no_worker,

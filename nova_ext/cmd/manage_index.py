@@ -25,10 +25,10 @@ from oslo_utils import timeutils
 
 from nova_ext.cmd import manage
 from nova_ext.index import db
-from nova_ext.index import migration
-from nova_ext.index import status
-from nova_ext.index import sync
-from nova_ext.index import verify
+from nova_ext.index.repair import sync
+from nova_ext.index.repair import verify
+from nova_ext.index.upkeep import migration
+from nova_ext.index.upkeep import status
 
 
 def run(ctx, conf, args, out=None):

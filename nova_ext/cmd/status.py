@@ -29,8 +29,8 @@ from oslo_upgradecheck import upgradecheck
 from nova_ext.cmd import common
 # Registers nova_ext's option groups on Nova's configuration.
 from nova_ext import conf as ext_conf  # noqa: F401
-from nova_ext.index import rules
-from nova_ext.index import status as index_status
+from nova_ext.index.upkeep import rules
+from nova_ext.index.upkeep import status as index_status
 
 
 class Checks(upgradecheck.UpgradeCommands):

@@ -27,7 +27,7 @@ in Nova's own schema, which Nova's list code reads), the index keeps:
 
 Light declarations (``sqlalchemy.table``), typed so that SQLite hands
 back datetimes and floats, not strings; the migrations
-(``nova_ext/index/migrations``) are what creates them.
+(``nova_ext/index/upkeep/migrations``) are what creates them.
 """
 
 import sqlalchemy as sa
@@ -50,7 +50,8 @@ PENDING = sa.table(
     sa.column('seq', sa.BigInteger))
 
 #: One row per hold: ``(uuid, holder, token)``, the holder's own number
-#: for the Nova transaction that holds the mark (``nova_ext.index.holders``).
+#: for the Nova transaction that holds the mark
+#: (``nova_ext.index.marks.holders``).
 HOLDS = sa.table(
     'nova_ext_index_holds',
     sa.column('uuid', sa.String), sa.column('holder', sa.String),

@@ -11,10 +11,10 @@
 # under the License.
 """Before the index answers a list: every recorded change applied.
 
-Capture (``nova_ext.index.capture``) and the notification consumers mark
-changed instances in the index's pending table; the index worker applies
-the marks in the background. A list request does not wait for it: it
-applies what is still marked itself, re-reading those instances from
+Capture (``nova_ext.index.marks.capture``) and the notification consumers
+mark changed instances in the index's pending table; the index worker
+applies the marks in the background. A list request does not wait for it:
+it applies what is still marked itself, re-reading those instances from
 their cells as the worker would, and only then reads the index. What it
 cannot apply at once, it hands to Nova's path.
 """
@@ -22,12 +22,12 @@ cannot apply at once, it hands to Nova's path.
 import threading
 import time
 
+from nova_ext.index.apply import refresh
 from nova_ext.index import db
-from nova_ext.index import holders
-from nova_ext.index import pending
-from nova_ext.index import process
-from nova_ext.index import refresh
-from nova_ext.index import rules
+from nova_ext.index.marks import holders
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
+from nova_ext.index.upkeep import rules
 from nova_ext.instance_list import base
 
 
@@ -37,8 +37,8 @@ def unrecorded():
     The changes it captured and could not record in the index yet, and the
     age of the oldest by this process's own clock. No other process knows
     of them: this one hands its lists to Nova until they are recorded
-    (``nova_ext.index.rules``). Those recorded in the pending table do not
-    count, however old: each list request applies them first
+    (``nova_ext.index.upkeep.rules``). Those recorded in the pending table
+    do not count, however old: each list request applies them first
     (:class:`CatchUp`), or hands itself to Nova.
     """
     held = process.held()

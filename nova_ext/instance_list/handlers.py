@@ -37,7 +37,7 @@ from oslo_log import log as logging
 
 from nova_ext.api import base
 from nova_ext import conf as ext_conf
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import render
 from nova_ext.instance_list import serving

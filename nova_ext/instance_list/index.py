@@ -37,13 +37,13 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.index.apply import source
 from nova_ext.index import db
 from nova_ext.index import ids
-from nova_ext.index import metrics
-from nova_ext.index import migration
-from nova_ext.index import rules
 from nova_ext.index import schema
-from nova_ext.index import source
+from nova_ext.index.upkeep import metrics
+from nova_ext.index.upkeep import migration
+from nova_ext.index.upkeep import rules
 from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import cellhealth

@@ -24,7 +24,7 @@ Nova answers the request.
 from nova import context as nova_context
 
 from nova_ext.index import db
-from nova_ext.index import pending
+from nova_ext.index.marks import pending
 from nova_ext.instance_list import base
 from nova_ext.instance_list import searchlight_query as query
 

@@ -24,7 +24,7 @@ gives is the one a fresh read would give:
 
 * the flags change only with a ``service.*`` notification, and the index's
   consumers move the host's generation on for each one
-  (``nova_ext.index.service_changes``); services are kept under the
+  (``nova_ext.index.feeds.service_changes``); services are kept under the
   generation read before them, and read again once it moves;
 * a heartbeat only ever moves forward, so services whose heartbeat shows
   the host up would show it up read again; services that show it down are
@@ -50,7 +50,7 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
-from nova_ext.index import service_changes
+from nova_ext.index.feeds import service_changes
 from nova_ext.instance_list import base
 from nova_ext.seams.internals import cells as nova_cells
 

@@ -45,7 +45,7 @@ from sqlalchemy import orm
 
 from nova_ext import compat
 from nova_ext import exception
-from nova_ext.index import capture
+from nova_ext.index.marks import capture
 from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)

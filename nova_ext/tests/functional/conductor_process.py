@@ -29,7 +29,7 @@ from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db import migration
 
-from nova_ext.index import process
+from nova_ext.index.marks import process
 
 UUID = '0b0b0b0b-0000-4000-8000-000000000001'
 

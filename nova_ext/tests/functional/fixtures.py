@@ -36,9 +36,9 @@ import sqlalchemy as sa
 
 from nova_ext.api import paste_config
 from nova_ext.index import db as index_db
-from nova_ext.index import migration as index_migration
-from nova_ext.index import pending as index_pending
-from nova_ext.index import process as index_process
+from nova_ext.index.marks import pending as index_pending
+from nova_ext.index.marks import process as index_process
+from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.instance_list import render
 from nova_ext.instance_list.render import render_cache
 from nova_ext.notifications import dispatcher

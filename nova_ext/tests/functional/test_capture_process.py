@@ -36,8 +36,8 @@ import testtools
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db as index_db
-from nova_ext.index import migration as index_migration
 from nova_ext.index import schema
+from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.tests.functional import conductor_process
 
 NOVA_CONF = """
@@ -90,7 +90,7 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
         for write, uuids in marked.items():
             self.assertEqual([conductor_process.UUID], uuids, write)
         # It exited cleanly: no holder of it is left for others to wait
-        # for (nova_ext.index.holders).
+        # for (nova_ext.index.marks.holders).
         engine = index_db.get_engine(ext_conf.CONF)
         with engine.connect() as conn:
             for table in (schema.HOLDERS, schema.HOLDS):

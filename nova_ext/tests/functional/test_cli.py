@@ -27,7 +27,7 @@ import fixtures
 from oslotest import base as oslotest_base
 import pbr.version
 
-from nova_ext.index import migration
+from nova_ext.index.upkeep import migration
 from nova_ext.tests.functional import sqlserver
 
 BIN = os.path.dirname(sys.executable)

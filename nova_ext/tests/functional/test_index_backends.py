@@ -67,13 +67,13 @@ from nova_ext.cell0_rebuild import build_captures
 from nova_ext.cell0_rebuild import migration as cell0_migration
 from nova_ext.cell0_rebuild import models as cell0_models
 from nova_ext import conf as ext_conf
-from nova_ext.index import migration as index_migration
-from nova_ext.index import pending
+from nova_ext.index.apply import source
+from nova_ext.index.apply import writer
+from nova_ext.index.feeds import service_changes
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import sequence
 from nova_ext.index import schema
-from nova_ext.index import sequence
-from nova_ext.index import service_changes
-from nova_ext.index import source
-from nova_ext.index import writer
+from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver

@@ -26,9 +26,9 @@ from nova.db.main import api as main_db_api
 from oslo_db import exception as db_exc
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import pending
-from nova_ext.index import process
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
 from nova_ext.seams import db_writes
 from nova_ext.tests.functional import test_index_parity as parity
 

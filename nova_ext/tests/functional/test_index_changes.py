@@ -47,7 +47,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
-from nova_ext.index import pending
+from nova_ext.index.marks import pending
 from nova_ext.index import schema
 from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import answers

@@ -30,9 +30,9 @@ from nova.tests import fixtures as nova_fixtures
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import migration as index_migration
-from nova_ext.index import pending
-from nova_ext.index import process
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
+from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import test_index_parity
 

@@ -35,8 +35,8 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
-from nova_ext.index import migration
-from nova_ext.index import process
+from nova_ext.index.marks import process
+from nova_ext.index.upkeep import migration
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_backends as backends

@@ -32,7 +32,7 @@ from nova import context as nova_context
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
 from nova_ext.index import schema
 from nova_ext.tests.functional import holder_process
 from nova_ext.tests.functional import test_capture_process

@@ -29,11 +29,11 @@ from nova_ext.cmd import manage
 from nova_ext.cmd import manage_index
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
-from nova_ext.index import pending
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
+from nova_ext.index.apply import source
+from nova_ext.index.marks import pending
+from nova_ext.index.repair import sync
 from nova_ext.index import schema
-from nova_ext.index import source
-from nova_ext.index import sync
 from nova_ext.tests.functional import test_index_parity
 
 

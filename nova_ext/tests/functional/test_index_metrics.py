@@ -24,9 +24,9 @@ import prometheus_client
 from prometheus_client import parser
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import exporter
-from nova_ext.index import pending
-from nova_ext.index import status
+from nova_ext.index.marks import pending
+from nova_ext.index.upkeep import exporter
+from nova_ext.index.upkeep import status
 from nova_ext.instance_list import serving
 from nova_ext.tests.functional import test_index_parity
 

@@ -35,7 +35,7 @@ from nova.tests import fixtures as nova_fixtures
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
-from nova_ext.index import pending
+from nova_ext.index.marks import pending
 from nova_ext.instance_list import services
 from nova_ext.tests.functional import population
 from nova_ext.tests.functional import test_index_parity

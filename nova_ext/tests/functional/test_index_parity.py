@@ -28,8 +28,8 @@ from nova import objects
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.index.repair import sync
 from nova_ext.index import schema
-from nova_ext.index import sync
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list import serving
 from nova_ext.seams import api as api_entry_point

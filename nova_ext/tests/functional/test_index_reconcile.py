@@ -22,12 +22,12 @@ from nova.db.main import api as main_db_api
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import holders
-from nova_ext.index import reconcile
-from nova_ext.index import source
-from nova_ext.index import status
-from nova_ext.index import sync
-from nova_ext.index import verify
+from nova_ext.index.apply import source
+from nova_ext.index.marks import holders
+from nova_ext.index.repair import reconcile
+from nova_ext.index.repair import sync
+from nova_ext.index.repair import verify
+from nova_ext.index.upkeep import status
 from nova_ext.tests.functional import test_index_parity
 
 CONF = ext_conf.CONF

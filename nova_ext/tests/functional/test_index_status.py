@@ -29,10 +29,10 @@ import sqlalchemy as sa
 
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
-from nova_ext.index import exporter
-from nova_ext.index import pending
-from nova_ext.index import process
-from nova_ext.index import status
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
+from nova_ext.index.upkeep import exporter
+from nova_ext.index.upkeep import status
 from nova_ext.instance_list import serving
 from nova_ext.tests.functional import test_index_manage
 from nova_ext.tests.functional import test_index_metrics

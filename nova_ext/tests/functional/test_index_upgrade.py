@@ -29,7 +29,7 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
-from nova_ext.index import migration
+from nova_ext.index.upkeep import migration
 from nova_ext.tests.functional import sqlserver
 
 CONF = ext_conf.CONF

@@ -17,7 +17,7 @@ from nova import context as nova_context
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
-from nova_ext.index import process
+from nova_ext.index.marks import process
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import test_index_capture as capture_tests
 from nova_ext.tests.functional import test_index_changes as changes

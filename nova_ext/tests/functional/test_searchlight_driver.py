@@ -28,8 +28,8 @@ from oslo_config import cfg
 from requests_mock.contrib import fixture as rm_fixture
 
 from nova_ext.conf import searchlight as sl_conf
-from nova_ext.index import pending
-from nova_ext.index import process
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
 from nova_ext.instance_list import serving
 from nova_ext.seams import api as api_entry_point
 from nova_ext.seams import db_writes

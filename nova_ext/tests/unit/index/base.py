@@ -18,13 +18,13 @@ import os
 import fixtures
 import sqlalchemy as sa
 
-from nova_ext.index import batcher
+from nova_ext.index.apply import refresh
+from nova_ext.index.apply import source
 from nova_ext.index import db
-from nova_ext.index import migration
-from nova_ext.index import pending
-from nova_ext.index import refresh
+from nova_ext.index.marks import batcher
+from nova_ext.index.marks import pending
 from nova_ext.index import schema
-from nova_ext.index import source
+from nova_ext.index.upkeep import migration
 from nova_ext.tests.unit import base
 
 

@@ -22,8 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
-from nova_ext.index import migration
 from nova_ext.index import sqlite
+from nova_ext.index.upkeep import migration
 from nova_ext.tests.unit import base
 
 

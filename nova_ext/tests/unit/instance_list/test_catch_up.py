@@ -14,10 +14,10 @@
 import fixtures
 import sqlalchemy as sa
 
-from nova_ext.index import holders
-from nova_ext.index import pending
-from nova_ext.index import process
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
+from nova_ext.index.marks import holders
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import catch_up
 from nova_ext.tests.unit import base

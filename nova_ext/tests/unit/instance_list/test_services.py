@@ -17,7 +17,7 @@ import fixtures
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 
-from nova_ext.index import service_changes
+from nova_ext.index.feeds import service_changes
 from nova_ext.instance_list import services
 from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base

@@ -11,7 +11,7 @@
 # under the License.
 """The installed Nova writes nothing a server list shows unseen by capture.
 
-Capture (``nova_ext.index.capture``, attached by
+Capture (``nova_ext.index.marks.capture``, attached by
 ``nova_ext.seams.db_writes``) sees the writes Nova makes through ORM
 sessions to the tables of ``capture.TRACKED``. These tests read Nova itself
 and fail when it changes so that capture would miss a write: a new table
@@ -29,7 +29,7 @@ import nova
 from nova.db.api import models as api_models
 from nova.db.main import models
 
-from nova_ext.index import capture
+from nova_ext.index.marks import capture
 from nova_ext.tests.unit import base
 
 #: Tables keyed by instance that capture does not track, and why that is

@@ -25,7 +25,7 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from nova_ext import exception
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
 from nova_ext.seams.internals import api_db
 from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
@@ -72,7 +72,7 @@ class TestContextManager(base.TestCase):
         self.assertEqual([(mapping.instance_uuid,)], read(self.ctx))
 
     def test_cells_of_reads_novas_mappings(self):
-        # nova_ext.index.refresh.cells_of reads the mapping tables whole.
+        # nova_ext.index.apply.refresh.cells_of reads the mapping tables whole.
         building, placed, gone, cell = (uuidutils.generate_uuid()
                                         for _ in range(4))
         objects.InstanceMapping(self.ctx, instance_uuid=building,

@@ -18,9 +18,9 @@ the instance's row is updated in its cell database (``updated_at`` and its
 description), then an ``instance.update`` notification is handed to
 nova_ext's notification dispatcher, as Nova's emitting threads do, which
 delivers it to the index's in-process consumer; its batcher marks the
-instance pending (``nova_ext.index.pending.mark``), in batches; the index
+instance pending (``nova_ext.index.marks.pending.mark``), in batches; the index
 worker re-reads marked instances from their cells and writes them to the
-index (``nova_ext.index.refresh.process_pending``). Measured:
+index (``nova_ext.index.apply.refresh.process_pending``). Measured:
 
 * throughput, each step alone on one thread: marking (one committed
   transaction per notification, then batches of
@@ -55,13 +55,13 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext import compat
-from nova_ext.index import consumer as index_consumer
-from nova_ext.index import pending
-from nova_ext.index import process
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
+from nova_ext.index.apply import writer
+from nova_ext.index.feeds import consumer as index_consumer
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
+from nova_ext.index.repair import sync
 from nova_ext.index import schema
-from nova_ext.index import sync
-from nova_ext.index import writer
 from nova_ext.notifications import base as notifications_base
 from nova_ext.notifications import dispatcher
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -210,9 +210,9 @@ def _measure(args, out, the_cloud):
     cells = _Cells(the_cloud, index.engine)
     progress.done('%d instances' % len(cells.pool))
     commits = _Commits(writer.apply_reads)
-    the_cloud.stub_out('nova_ext.index.writer.apply_reads', commits)
+    the_cloud.stub_out('nova_ext.index.apply.writer.apply_reads', commits)
     failures = out['failures'] = _Failures()
-    the_cloud.stub_out('nova_ext.index.refresh.process_pending',
+    the_cloud.stub_out('nova_ext.index.apply.refresh.process_pending',
                        failures.counting(refresh.process_pending))
     out['batch_size'] = CONF.nova_ext_index.batch_size
     out['notification_batch_size'] = (
@@ -239,7 +239,7 @@ def _measure(args, out, the_cloud):
                   'its worker' % (args.rounds, changes))
     consumer = _Feed(failures)
     the_cloud.addCleanup(dispatcher.reset)
-    the_cloud.stub_out('nova_ext.index.consumer.IndexConsumer.consume',
+    the_cloud.stub_out('nova_ext.index.feeds.consumer.IndexConsumer.consume',
                        consumer.consuming(
                            index_consumer.IndexConsumer.consume))
     rounds = []

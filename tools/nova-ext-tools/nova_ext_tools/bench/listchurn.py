@@ -60,13 +60,13 @@ from nova import objects
 from oslo_config import cfg
 import sqlalchemy as sa
 
+from nova_ext.index.apply import refresh
 from nova_ext.index import db as index_db
-from nova_ext.index import holders
-from nova_ext.index import pending
-from nova_ext.index import process
-from nova_ext.index import refresh
+from nova_ext.index.marks import holders
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
+from nova_ext.index.repair import sync
 from nova_ext.index import schema
-from nova_ext.index import sync
 from nova_ext.seams import db_writes
 
 from nova_ext_tools.bench import isolate

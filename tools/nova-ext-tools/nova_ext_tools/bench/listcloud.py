@@ -29,7 +29,7 @@ from nova import servicegroup
 from nova.servicegroup.drivers import db as sg_db
 from oslo_config import cfg
 
-from nova_ext.index import sync
+from nova_ext.index.repair import sync
 from nova_ext.instance_list import serving
 from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import fixtures as ext_fixtures

@@ -35,7 +35,7 @@ from nova import thread_pool_factory
 from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
-from nova_ext.index import source
+from nova_ext.index.apply import source
 
 from nova_ext_tools.bench import isolate
 from nova_ext_tools.bench import measure

@@ -41,9 +41,9 @@ from nova import utils
 
 from nova_ext import compat
 from nova_ext import conf as ext_conf
-from nova_ext.index import pending
-from nova_ext.index import process
-from nova_ext.index import refresh
+from nova_ext.index.apply import refresh
+from nova_ext.index.marks import pending
+from nova_ext.index.marks import process
 from nova_ext.seams import db_writes
 from nova_ext.tests.functional import fixtures as ext_fixtures
 
@@ -93,9 +93,9 @@ class Spent(object):
                 return batcher_mark(*args, **kwargs)
             return own_mark(*args, **kwargs)
         test.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.index.pending.mark', mark))
+            'nova_ext.index.marks.pending.mark', mark))
         test.useFixture(fixtures.MonkeyPatch(
-            'nova_ext.index.refresh.process_pending',
+            'nova_ext.index.apply.refresh.process_pending',
             self._timed('worker', refresh.process_pending)))
 
     @staticmethod

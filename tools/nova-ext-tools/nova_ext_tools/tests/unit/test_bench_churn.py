@@ -18,7 +18,7 @@ from unittest import mock
 import fixtures
 import sqlalchemy as sa
 
-from nova_ext.index import source
+from nova_ext.index.apply import source
 from nova_ext.tests.unit import base
 
 from nova_ext_tools.bench import isolate

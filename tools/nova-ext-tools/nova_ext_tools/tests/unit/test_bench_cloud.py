@@ -18,7 +18,7 @@ import fixtures
 import prometheus_client
 import webob
 
-from nova_ext.index import exporter
+from nova_ext.index.upkeep import exporter
 from nova_ext.tests.unit import base
 
 from nova_ext_tools.bench import cloudload
@@ -75,7 +75,7 @@ class TestBreakdown(base.TestCase):
                  'respond (nova_ext/instance_list/render/__init__.py:70)',
                  '_body (nova_ext/instance_list/index.py:223)',
                  'catch_up (nova_ext/instance_list/catch_up.py:80)',
-                 'read (nova_ext/index/source.py:90)']
+                 'read (nova_ext/index/apply/source.py:90)']
         # The index query calls the catch-up, inside keystonemiddleware's
         # call of the application: the catch-up is innermost.
         self.assertEqual('catch-up: applying recorded changes',
@@ -83,7 +83,7 @@ class TestBreakdown(base.TestCase):
 
     def test_threads_not_serving_a_request_are_not_counted(self):
         self.assertIsNone(cloudprofile.classify(
-            ['_run (nova_ext/index/worker.py:70)']))
+            ['_run (nova_ext/index/apply/worker.py:70)']))
         self.assertEqual(cloudprofile.OTHER, cloudprofile.classify(
             [self.REQUEST, 'wsgify (webob/dec.py:130)']))
 

@@ -25,7 +25,7 @@ import fixtures
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from nova_ext.index import source
+from nova_ext.index.apply import source
 from nova_ext.tests.unit import base
 
 from nova_ext_tools.bench import isolate

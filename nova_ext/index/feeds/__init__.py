@@ -1,0 +1,17 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Step 4 of a change: Nova's notifications become marks.
+
+In-process (consumer.py) or from the message bus (listener.py), each
+notification becomes a change (events.py; service_changes.py for the
+services behind ``host_status``), marked like any other.
+"""

@@ -1,0 +1,96 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The index's metrics and an indexer's health, from a status report."""
+
+import types
+
+from nova_ext.index.upkeep import exporter
+from nova_ext.tests.unit import base
+from nova_ext.tests.unit.index.upkeep import test_status
+
+
+def samples(report):
+    """``{(name, sorted labels): value}`` of the families of ``report``."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in exporter.families(report)
+            for s in family.samples}
+
+
+def _indexer():
+    return types.SimpleNamespace(
+        endpoint=types.SimpleNamespace(failures=0), worker=None)
+
+
+class TestFamilies(base.TestCase):
+
+    def test_what_nova_api_does(self):
+        labels = (('driver', 'index'), ('host', 'api1'), ('pid', '7'))
+        report = test_status._report(
+            pending=250, api=[test_status._row(2, 12.0)])
+        got = samples(report)
+        self.assertEqual(0, got[('nova_ext_index_healthy', ())])
+        self.assertEqual(250, got[('nova_ext_index_pending_changes', ())])
+        self.assertEqual(200, got[('nova_ext_index_catch_up_limit', ())])
+        self.assertEqual(3.25, got[(
+            'nova_ext_index_oldest_pending_age_seconds', ())])
+        self.assertEqual(2, got[('nova_ext_index_api_unrecorded_changes',
+                                 labels)])
+        self.assertEqual(12.0, got[(
+            'nova_ext_index_api_unrecorded_lag_seconds', labels)])
+        self.assertEqual(5, got[(
+            'nova_ext_index_api_list_requests_total',
+            tuple(sorted(labels + (('outcome', 'served'),))))])
+        self.assertEqual(1, got[(
+            'nova_ext_index_api_list_handed_total',
+            tuple(sorted(labels + (
+                ('outcome', 'unservable'),
+                ('reason', 'marker N is not in the index yet')))))])
+        self.assertNotIn(('nova_ext_index_lag_seconds', ()), got)
+
+        got = samples(test_status._report(
+            api=[test_status._row(0, 0.0),
+                 test_status._row(None, None, pid=8)]))
+        self.assertEqual(1, got[('nova_ext_index_healthy', ())])
+        self.assertEqual(0, got[('nova_ext_index_api_unrecorded_changes',
+                                 labels)])
+        # A process that did not publish them has none.
+        self.assertEqual(
+            ['7'], [dict(k[1])['pid'] for k in got
+                    if k[0] == 'nova_ext_index_api_unrecorded_changes'])
+
+    def test_unreadable(self):
+        self.assertEqual({('nova_ext_index_up', ()): 0}, samples(None))
+
+
+class TestIndexerHealth(base.TestCase):
+
+    def test_says_what_nova_api_does_without_failing_the_indexer(self):
+        report = test_status._report(pending=250)
+        healthy, details = exporter.indexer_health(_indexer(), report)
+        self.assertTrue(healthy)
+        self.assertEqual(
+            {'index_readable': True, 'record_failures_in_a_row': 0,
+             'pending': 250, 'catch_up_limit': 200,
+             'oldest_pending_age': 3.25, 'api_lists_from_index': False,
+             'api_reasons': ['nova-api answers from Nova: 250 marks '
+                             'pending, catch_up_limit 200'],
+             'schema_at_head': True}, details)
+        healthy, details = exporter.indexer_health(_indexer(),
+                                                   test_status._report())
+        self.assertTrue(details['api_lists_from_index'])
+        self.assertEqual([], details['api_reasons'])
+
+    def test_schema_behind_fails_the_indexer(self):
+        healthy, details = exporter.indexer_health(
+            _indexer(), test_status._report(revision='g'))
+        self.assertFalse(healthy)
+        self.assertFalse(details['api_lists_from_index'])
