@@ -40,21 +40,18 @@ LIBRARY = '/usr/lib/*/faketime/libfaketimeMT.so.1'
 SHIM = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'wallclock')
 
 
-def environ(offset, base=None):
+def environ(offset):
     """The variables that run a process with its clock ``offset`` off.
 
-    :param offset: libfaketime's relative offset, such as ``'-5s'``.
-    :param base: the environment the process would have otherwise
-        (``os.environ`` if None): its ``PYTHONPATH`` is kept, after
-        :data:`SHIM`.
+    :param offset: libfaketime's relative offset, such as ``'-5s'``. The
+        process's ``PYTHONPATH`` is kept, after :data:`SHIM`.
     """
     found = glob.glob(LIBRARY)
     if not found:
         raise procs.CloudError("no libfaketime (%s): install Debian's "
                                "faketime" % LIBRARY)
-    base = os.environ if base is None else base
-    path = [SHIM] + [p for p in base.get('PYTHONPATH', '').split(os.pathsep)
-                     if p]
+    path = [SHIM] + [p for p in os.environ.get('PYTHONPATH', '').split(
+        os.pathsep) if p]
     return {'LD_PRELOAD': found[0], 'FAKETIME': offset,
             'FAKETIME_DONT_FAKE_MONOTONIC': '1',
             'PYTHONPATH': os.pathsep.join(path)}

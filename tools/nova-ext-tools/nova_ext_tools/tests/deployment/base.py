@@ -46,18 +46,25 @@ class CloudTestCase(unittest.TestCase):
         return conn
 
     def nova_ext_errors(self):
-        """The ERROR lines nova_ext's code logged in the cloud's services.
+        """The ERROR lines nova_ext's code logged in the cloud's services."""
+        return self.nova_ext_lines('ERROR')
 
-        Tracebacks are logged a line each: one error counts once.
+    def nova_ext_lines(self, level, names=None):
+        """The lines nova_ext's code logged at ``level``.
+
+        In the logs of ``names`` (every Nova process and nova_ext service
+        if None). Tracebacks are logged a line each: one record counts
+        once.
         """
-        names = self.cloud.nova.process_names() + [
-            'nova-ext-indexer', 'nova-ext-status-watcher']
+        if names is None:
+            names = self.cloud.nova.process_names() + [
+                'nova-ext-indexer', 'nova-ext-status-watcher']
         found = []
         for name in names:
             seen = set()
             for line in self.log_of(name).splitlines():
                 words = line.split(None, 6)
-                if (len(words) > 4 and words[3] == 'ERROR' and
+                if (len(words) > 4 and words[3] == level and
                         words[4].startswith('nova_ext') and
                         (words[2], words[1]) not in seen):
                     seen.add((words[2], words[1]))
