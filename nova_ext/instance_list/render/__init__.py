@@ -30,6 +30,7 @@ from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
+from nova_ext.instance_list.render import security_groups
 from nova_ext.instance_list.render import view
 
 #: Raised when Nova's view code renders the request instead.
@@ -108,10 +109,18 @@ def _body(conf, selector, listing):
     served, records = selector.attempt(driver, _listed)
     if not served:
         raise Declined()
-    if cache is not None:
-        return fastpath.render_cached(driver, listing, records, cache)
-    page = fastpath.instances(driver, ctx, listing, records)
-    return fastpath.render_or_hand(driver, view.builder(), listing, page)
+    lookup = None
+    if listing.detail:
+        # Nova's view asks with the request's context, not get_all's.
+        lookup = security_groups.start(
+            conf, listing.request.environ['nova.context'],
+            list(dict.fromkeys(record['uuid'] for record in records)))
+    with view.groups_from(lookup):
+        if cache is not None:
+            return fastpath.render_cached(driver, listing, records, cache)
+        page = fastpath.instances(driver, ctx, listing, records)
+        return fastpath.render_or_hand(driver, view.builder(), listing,
+                                       page)
 
 
 def _response(request, body):

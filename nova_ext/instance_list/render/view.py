@@ -12,11 +12,13 @@
 """Nova's server view builder, with request specs and volumes read lightly.
 
 The request specs of a page come from request_specs.py, the block device
-mappings from the instance index (``volumes_from``), and its documents
-from the render cache where they are (:class:`PageRender`). Nova's view
-offers these changes through its private methods only:
-``nova_ext.seams.internals.server_views`` overrides those, and the
-parity tests at every microversion hold the result to Nova's.
+mappings from the instance index (``volumes_from``), its security groups
+from the Neutron requests started when it was listed (``groups_from``,
+security_groups.py), and its documents from the render cache where they
+are (:class:`PageRender`). Nova's view offers these changes through its
+private methods only: ``nova_ext.seams.internals.server_views`` overrides
+those, and the parity tests at every microversion hold the result to
+Nova's.
 """
 
 import contextlib
@@ -33,6 +35,7 @@ RENDER = 'nova_ext.page_render'
 # The reader of the page's volumes while a page is rendered (volumes_from):
 # Nova calls the volumes method with a context only, no request.
 _VOLUMES = contextvars.ContextVar('nova_ext_page_volumes', default=None)
+_GROUPS = contextvars.ContextVar('nova_ext_page_groups', default=None)
 
 
 @contextlib.contextmanager
@@ -47,6 +50,20 @@ def volumes_from(read):
         yield
     finally:
         _VOLUMES.reset(token)
+
+
+@contextlib.contextmanager
+def groups_from(lookup):
+    """Within, the page's security groups come from ``lookup``.
+
+    :param lookup: a ``security_groups.Lookup``, or None: Nova's view asks
+        Neutron itself.
+    """
+    token = _GROUPS.set(lookup)
+    try:
+        yield
+    finally:
+        _GROUPS.reset(token)
 
 
 class PageRender(object):
@@ -111,6 +128,12 @@ class ViewBuilder(server_views.ViewBuilder):
 
     def request_specs(self, context, instance_uuids):
         return request_specs.get_by_instance_uuids(context, instance_uuids)
+
+    def security_group_bindings(self, context, servers):
+        lookup = _GROUPS.get()
+        if lookup is None:
+            return super().security_group_bindings(context, servers)
+        return lookup.bindings(context, servers)
 
     def show(self, request, instance, **kwargs):
         render = request.environ.get(RENDER)

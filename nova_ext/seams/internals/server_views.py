@@ -12,14 +12,16 @@
 """``nova.api.openstack.compute.views.servers``: Nova's server view builder.
 
 nova_ext renders server lists with Nova's own ``ViewBuilder``, changing
-three things it reads, which Nova's class offers no way to change but its
+four things it reads, which Nova's class offers no way to change but its
 private methods: where a page's volumes come from
 (``_get_instance_bdms_in_multiple_cells``), where its request specs come
 from (in ``_list_view``, of which :class:`ViewBuilder` carries a copy,
-Nova 34's line for line but for that call), and whether Nova adds
+Nova 34's line for line but for that call), whether Nova adds
 ``host_status`` and security groups to a page's documents
-(``_add_host_status``, ``_add_security_grps``). :class:`ViewBuilder`
-overrides those and asks its own public methods, which a subclass changes.
+(``_add_host_status``, ``_add_security_grps``), and where those security
+groups come from (in ``_add_security_grps``, also a copy but for that
+call). :class:`ViewBuilder` overrides those and asks its own public
+methods, which a subclass changes.
 
 The contract test is
 ``nova_ext.tests.unit.seams.test_internals_server_views``.
@@ -32,6 +34,7 @@ from nova import objects
 from nova.objects import virtual_interface
 
 from nova_ext.seams import internals
+from nova_ext.seams.internals import security_group_api
 
 POINT = 'nova.api.openstack.compute.views.servers.ViewBuilder'
 
@@ -44,7 +47,8 @@ class ViewBuilder(views_servers.ViewBuilder):
     """Nova's server view builder, with what nova_ext changes in methods.
 
     As it is, it renders as Nova's does; a subclass overrides
-    :meth:`read_volumes`, :meth:`request_specs` and :meth:`adds_to_page`.
+    :meth:`read_volumes`, :meth:`request_specs`, :meth:`adds_to_page` and
+    :meth:`security_group_bindings`.
 
     :raises UnsupportedNovaVersion: when made on a Nova nova_ext was not
         tested with.
@@ -79,6 +83,14 @@ class ViewBuilder(views_servers.ViewBuilder):
         """
         return True
 
+    def security_group_bindings(self, context, servers):
+        """As ``get_instances_security_groups_bindings``, for the view.
+
+        :param servers: the documents of a detailed page.
+        :returns: ``{server uuid: [group]}``.
+        """
+        return security_group_api.bindings(context, servers)
+
     def _get_instance_bdms_in_multiple_cells(self, ctxt, instance_uuids):
         return self.read_volumes(ctxt, instance_uuids)
 
@@ -89,7 +101,20 @@ class ViewBuilder(views_servers.ViewBuilder):
 
     def _add_security_grps(self, request, servers, instances):
         if self.adds_to_page(servers):
-            super()._add_security_grps(request, servers, instances)
+            self._add_security_grps_copy(request, servers, instances)
+
+    def _add_security_grps_copy(self, request, servers, instances):
+        if not len(servers):
+            return
+
+        context = request.environ['nova.context']
+        sg_instance_bindings = (
+            self.security_group_bindings(
+                context, servers))
+        for server in servers:
+            groups = sg_instance_bindings.get(server['id'])
+            if groups:
+                server['security_groups'] = groups
 
     def _list_view(self, func, request, servers, coll_name, show_extra_specs,
                    show_extended_attr=None, show_host_status=None,

@@ -79,8 +79,22 @@ class TestListViewCopy(base.TestCase):
             list(inspect.signature(
                 views_servers.ViewBuilder._add_security_grps).parameters))
 
+    def test_add_security_grps_copy_is_novas_but_the_bindings(self):
+        nova = _code(views_servers.ViewBuilder._add_security_grps)
+        ours = _code(server_views.ViewBuilder._add_security_grps_copy)
+        ours = ours.replace(
+            '_add_security_grps_copy(', '_add_security_grps(').replace(
+            'self.security_group_bindings(',
+            'security_group_api.get_instances_security_groups_bindings(')
+        self.assertEqual(nova, ours,
+                         'Nova changed ViewBuilder._add_security_grps: '
+                         'compare it with nova_ext.seams.internals.'
+                         'server_views and update the copy, then the Nova '
+                         'versions nova_ext supports')
+
     def test_hooks_are_not_novas_names(self):
-        for name in ('read_volumes', 'request_specs', 'adds_to_page'):
+        for name in ('read_volumes', 'request_specs', 'adds_to_page',
+                     'security_group_bindings', '_add_security_grps_copy'):
             self.assertFalse(hasattr(views_servers.ViewBuilder, name), name)
 
 

@@ -81,6 +81,19 @@ class TestBreakdown(base.TestCase):
         self.assertEqual('catch-up: applying recorded changes',
                          cloudprofile.classify(stack))
 
+    def test_waiting_for_neutrons_answers_is_neutrons(self):
+        # nova_ext's threads ask Neutron; the request's thread waits.
+        stack = [self.REQUEST,
+                 'respond (nova_ext/instance_list/render/__init__.py:70)',
+                 '_add_security_grps (nova/api/openstack/compute/views/'
+                 'servers.py:754)',
+                 'bindings (nova_ext/instance_list/render/'
+                 'security_groups.py:70)',
+                 'result (concurrent/futures/_base.py:451)',
+                 'wait (threading.py:327)']
+        self.assertEqual('neutron: security groups of the page',
+                         cloudprofile.classify(stack))
+
     def test_threads_not_serving_a_request_are_not_counted(self):
         self.assertIsNone(cloudprofile.classify(
             ['_run (nova_ext/index/apply/worker.py:70)']))

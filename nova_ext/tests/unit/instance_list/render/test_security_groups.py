@@ -1,0 +1,111 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A page's security groups asked in chunks at once, answered as Nova's.
+
+Neutron's side (Nova's lookup against Nova's Neutron fixture, every chunk
+compared with Nova's answer) is in the functional tests
+(``test_index_security_groups``); these hold the chunks, the threads and
+the hand-over to the view.
+"""
+
+import threading
+
+import fixtures
+from oslo_context import context as oslo_context
+
+from nova_ext.instance_list.render import security_groups
+from nova_ext.seams.internals import security_group_api
+from nova_ext.tests.unit import base
+
+
+class TestLookup(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(security_groups.shutdown)
+        self.asked = []
+        self.fail_for = set()
+        self.barrier = None
+        self.useFixture(fixtures.MockPatchObject(
+            security_group_api, 'bindings', self._bindings))
+        self.useFixture(fixtures.MockPatchObject(
+            security_group_api, 'ids_per_request', return_value=2))
+        self.context = oslo_context.RequestContext(request_id='req-page')
+
+    def _bindings(self, context, servers):
+        if self.barrier is not None:
+            # Every chunk waits here until all are in Neutron at once.
+            self.barrier.wait(5)
+        ids = [server['id'] for server in servers]
+        current = oslo_context.get_current()
+        self.asked.append((threading.get_ident(), ids,
+                           current and current.request_id))
+        if self.fail_for & set(ids):
+            raise ValueError('neutron refused %s' % ids)
+        return {uuid: [{'name': 'sg-' + uuid}] for uuid in ids}
+
+    def _start(self, uuids, at_once=3):
+        self.flags(neutron_requests_at_once=at_once,
+                   group='nova_ext_instance_list')
+        return security_groups.start(self.conf.conf, self.context, uuids)
+
+    def _docs(self, uuids):
+        return [{'id': uuid} for uuid in uuids]
+
+    def test_chunks_of_novas_size_on_the_pool(self):
+        uuids = ['a', 'b', 'c', 'd', 'e']
+        lookup = self._start(uuids)
+        found = lookup.bindings(self.context, self._docs(uuids))
+        self.assertEqual({u: [{'name': 'sg-' + u}] for u in uuids}, found)
+        self.assertEqual([['a', 'b'], ['c', 'd'], ['e']],
+                         sorted(ids for _, ids, _ in self.asked))
+        threads = {thread for thread, _, _ in self.asked}
+        self.assertNotIn(threading.get_ident(), threads)
+        # The pool's threads log with the request's id.
+        self.assertEqual({'req-page'},
+                         {request for _, _, request in self.asked})
+
+    def test_chunks_are_asked_at_once(self):
+        # Asked one after another, the first chunk's wait would break.
+        self.barrier = threading.Barrier(3)
+        lookup = self._start(['a', 'b', 'c', 'd', 'e', 'f'])
+        found = lookup.bindings(self.context, self._docs(lookup.uuids))
+        self.assertEqual(6, len(found))
+        self.assertEqual(3, len({thread for thread, _, _ in self.asked}))
+
+    def test_other_servers_are_asked_for_now(self):
+        lookup = self._start(['a', 'b', 'c'])
+        lookup.bindings(self.context, self._docs(['a', 'b', 'c']))
+        self.asked.clear()
+        found = lookup.bindings(self.context, self._docs(['a', 'c']))
+        self.assertEqual({'a', 'c'}, set(found))
+        self.assertEqual([(threading.get_ident(), ['a', 'c'])],
+                         [(thread, ids) for thread, ids, _ in self.asked])
+
+    def test_another_context_asks_with_its_own(self):
+        lookup = self._start(['a'])
+        lookup.bindings(self.context, self._docs(['a']))
+        self.asked.clear()
+        other = oslo_context.RequestContext(request_id='req-other')
+        lookup.bindings(other, self._docs(['a']))
+        self.assertEqual([['a']], [ids for _, ids, _ in self.asked])
+
+    def test_a_failed_chunk_raises_as_novas_lookup(self):
+        self.fail_for = {'d'}
+        lookup = self._start(['a', 'b', 'c', 'd'])
+        error = self.assertRaises(ValueError, lookup.bindings, self.context,
+                                  self._docs(['a', 'b', 'c', 'd']))
+        self.assertEqual("neutron refused ['c', 'd']", str(error))
+
+    def test_one_at_once_leaves_it_to_the_view(self):
+        self.assertIsNone(self._start(['a', 'b', 'c'], at_once=1))
+        self.assertEqual([], self.asked)
