@@ -93,15 +93,12 @@ once.
 
 Nova's view asks Neutron for the ports of a page's servers, 150 servers per
 request, one request after another once the page is rendered, then for
-those ports' groups. With more than 1, nova_ext sends Nova's requests for
-each chunk of 150 servers (its ports, then their groups) as soon as the
-page is listed, up to this many chunks at once on threads of the process
-(shared by its requests), and renders the page meanwhile. The answer is
-the same: each server's groups are read from its own ports. Neutron is
-still asked for every page, with the caller's token; as each chunk asks
-for its own ports' groups, a page of 1000 servers with ports costs Neutron
-up to 7 requests for groups instead of 1. 1 asks as Nova does. Read when
-nova-api starts.
+the groups of all those ports. With more than 1, nova_ext sends the same
+requests as soon as the page is listed, up to this many requests for
+ports at once on threads of the process (shared by its requests), then
+the one for their groups, and renders the page meanwhile. The answer is
+the same, and so are the requests: Neutron is asked for every page, with
+the caller's token. 1 asks as Nova does. Read when nova-api starts.
 """),
     cfg.BoolOpt(
         'reuse_services',

@@ -12,15 +12,16 @@
 """A detailed page's security groups, asked of Neutron early and at once.
 
 Nova's view asks Neutron for them last, once it has made the page's
-documents, in requests for the ports of 150 servers each, one after
-another: seven requests, each waited for, for a page of 1000. nova_ext
-makes the same requests as soon as the page's servers are listed, one
-chunk of servers per task on a pool of
-``[nova_ext_instance_list]neutron_requests_at_once`` threads in each
-nova-api process, while the page is rendered; the view takes their
-answers where Nova's asks for them (``view.ViewBuilder``). Nothing is kept
-past the page: Neutron is asked for every page, with the caller's token,
-as Nova asks it.
+documents: the ports of 150 servers per request, one request after
+another (seven, each waited for, for a page of 1000), then one request
+for the groups of all those ports. nova_ext sends the same requests as
+soon as the page's servers are listed: the chunks of ports at once, one
+per task on a pool of ``[nova_ext_instance_list]neutron_requests_at_once``
+threads in each nova-api process, then, once the last chunk is in, the
+request for their groups; the page is rendered meanwhile, and the view
+takes the answer where Nova's asks for it (``view.ViewBuilder``). Nothing
+is kept past the page: Neutron is asked for every page, with the caller's
+token, as Nova asks it.
 """
 
 import threading
@@ -48,53 +49,73 @@ class Lookup(object):
     :ivar uuids: the page's servers, in the page's order.
     """
 
-    def __init__(self, context, uuids, futures):
+    def __init__(self, pool, context, uuids, per):
         self.context = context
-        self.uuids = uuids
-        self._futures = futures
+        self.uuids = list(uuids)
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._groups = None
+        self._asked = threading.Event()
+        self._ports = [pool.submit(_ask, security_group_api.ports, context,
+                                   self.uuids[n:n + per])
+                       for n in range(0, len(self.uuids), per)]
+        self._left = len(self._ports)
+        for future in self._ports:
+            future.add_done_callback(self._chunk_done)
+
+    def _chunk_done(self, future):
+        # Called on the thread that read the chunk (or on the caller's, if
+        # it was read already); the last one asks for the groups.
+        with self._lock:
+            self._left -= 1
+            if self._left:
+                return
+        self._groups = self._pool.submit(self._read_groups)
+        self._asked.set()
+
+    def _read_groups(self):
+        ports = []
+        for future in self._ports:
+            ports.extend(future.result())
+        return _ask(security_group_api.bindings_of_ports, self.context,
+                    ports)
 
     def bindings(self, context, servers):
         """Nova's ``{server uuid: [group]}`` for ``servers``' documents.
 
-        The answers asked for when the page was listed, when these are
-        its servers; otherwise Neutron is asked for theirs now.
+        The answer asked for when the page was listed, when these are its
+        servers; otherwise Neutron is asked for theirs now, as Nova asks.
 
-        :raises: what Nova's lookup raises, from the first chunk whose
-            request failed.
+        :raises: what Nova's lookup raises, from the first request that
+            failed.
         """
         if (context is not self.context or
                 [server['id'] for server in servers] != self.uuids):
             return security_group_api.bindings(context, servers)
-        found = {}
-        for future in self._futures:
-            found.update(future.result())
-        return found
+        self._asked.wait()
+        return self._groups.result()
 
 
 def start(conf, context, uuids):
     """Start asking Neutron for the groups of the servers ``uuids``.
 
     :param context: the context Nova's view asks with (the request's).
-    :returns: a :class:`Lookup`, or None when
-        ``neutron_requests_at_once`` is 1: the view then asks as Nova's
-        does, when it adds the groups.
+    :returns: a :class:`Lookup`, or None when ``neutron_requests_at_once``
+        is 1 or the page is empty: the view then asks as Nova's does, when
+        it adds the groups.
     :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
     """
     size = conf.nova_ext_instance_list.neutron_requests_at_once
-    if size <= 1:
+    if size <= 1 or not uuids:
         return None
-    per = security_group_api.ids_per_request()
-    pool = _pool(size)
-    futures = [pool.submit(_ask, context, uuids[n:n + per])
-               for n in range(0, len(uuids), per)]
-    return Lookup(context, list(uuids), futures)
+    return Lookup(_pool(size), context, uuids,
+                  security_group_api.ids_per_request())
 
 
-def _ask(context, uuids):
+def _ask(function, context, *args):
     # The pool's thread logs with the request's id, as the request would.
     context.update_store()
-    return security_group_api.bindings(
-        context, [{'id': uuid} for uuid in uuids])
+    return function(context, *args)
 
 
 def shutdown():

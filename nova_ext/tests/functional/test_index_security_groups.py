@@ -14,8 +14,9 @@
 Nova's chunk of device ids is set to 1 here, on Nova's path and nova_ext's
 alike, so that a page of the population is asked for in as many chunks as
 it has servers: nova_ext's chunks come from the threads of its pool while
-the page is rendered, Nova's one after another from the request's thread,
-and the answers, groups and all, are the same bytes.
+the page is rendered, then one request for the groups, Nova's one after
+another from the request's thread, and the answers, groups and all, are
+the same bytes.
 """
 
 import threading
@@ -71,9 +72,11 @@ class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
         self.useFixture(fixtures.MockPatchObject(
             self.neutron, 'list_ports', recorded))
         self.failing = None
+        self.group_requests = 0
         list_groups = self.neutron.list_security_groups
 
         def failing(*args, **kwargs):
+            self.group_requests += 1
             if self.failing:
                 raise self.failing
             return list_groups(*args, **kwargs)
@@ -83,9 +86,15 @@ class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
     def _asked_by_nova_ext(self, api, uri):
         """nova_ext's answer's groups, and the device ids of its asks."""
         self.asked.clear()
+        self.group_requests = 0
         got = self._get(api, uri)
         self.assertEqual(200, got.status_code, got.text)
         asks = list(self.asked)
+        # Then the requests for the groups of all the ports, as Nova's.
+        ours, self.group_requests = self.group_requests, 0
+        with api_entry_point.stock_instance_list():
+            self._get(api, uri)
+        self.assertEqual(self.group_requests, ours)
         self.assertSameAnswer(api, uri)
         groups = {s['id']: [g['name'] for g in s.get('security_groups', ())]
                   for s in got.json()['servers']}

@@ -12,10 +12,11 @@
 """What nova_ext relies on of Nova's security group lookup for a page.
 
 ``nova_ext.seams.internals.security_group_api`` asks Nova's
-``get_instances_security_groups_bindings`` for chunks of a page's servers
-of Nova's own size: these tests fail when Nova stops chunking by
-``MAX_SEARCH_IDS`` or stops reading each server's groups from its own
-ports.
+``_get_ports_from_server_list`` for chunks of a page's servers of Nova's
+own size, then does what the rest of Nova's
+``get_instances_security_groups_bindings`` does (a checked copy): these
+tests fail when Nova changes that function, stops chunking by
+``MAX_SEARCH_IDS`` or changes the helpers' signatures.
 """
 
 import inspect
@@ -48,13 +49,36 @@ class TestNovasLookup(base.TestCase):
         self.assertIn("'device_id':ids",
                       _code(nova_sg_api._get_ports_from_server_list))
 
-    def test_a_servers_groups_are_its_own_ports(self):
-        # So a chunk's answer is the page's answer for its servers.
-        code = _code(nova_sg_api.get_instances_security_groups_bindings)
-        self.assertIn('ports=_get_ports_from_server_list(servers,neutron)',
-                      code)
-        self.assertIn('_get_secgroups_from_port_list(ports,neutron,', code)
-        self.assertIn("port['device_id'],[]).append(sg_entry)", code)
+    def test_bindings_of_ports_is_novas_after_the_ports(self):
+        nova = _code(nova_sg_api.get_instances_security_groups_bindings)
+        nova = re.sub(r'"""[^"]*"""', '', nova)
+        ours = _code(security_group_api.bindings_of_ports)
+        ours = re.sub(r'"""[^"]*"""', '', ours)
+        ours = ours.replace('_check()', '').replace(
+            'defbindings_of_ports(context,ports,detailed=False):',
+            'defget_instances_security_groups_bindings(context,servers,'
+            'detailed=False):').replace(
+            'neutron=neutronapi.get_client(context)',
+            'neutron=neutronapi.get_client(context)'
+            'ports=_get_ports_from_server_list(servers,neutron)').replace(
+            'security_group_api.', '').replace(
+            '(_convert_to_nova_security_group_format(port_sg))',
+            '_convert_to_nova_security_group_format(port_sg)')
+        self.assertEqual(nova, ours,
+                         'Nova changed get_instances_security_groups_'
+                         'bindings: compare it with nova_ext.seams.'
+                         'internals.security_group_api and update the '
+                         'copy, then the Nova versions nova_ext supports')
+
+    def test_the_helpers_signatures(self):
+        self.assertEqual(
+            ['servers', 'neutron'],
+            list(inspect.signature(
+                nova_sg_api._get_ports_from_server_list).parameters))
+        self.assertEqual(
+            ['ports', 'neutron', 'fields'],
+            list(inspect.signature(
+                nova_sg_api._get_secgroups_from_port_list).parameters))
         self.assertEqual(
             ['context', 'servers', 'detailed'],
             list(inspect.signature(
@@ -63,8 +87,10 @@ class TestNovasLookup(base.TestCase):
 
     def test_refuses_on_an_untested_nova(self):
         self.useFixture(ext_fixtures.UntestedNova())
-        self.assertRaises(exception.UnsupportedNovaVersion,
-                          security_group_api.ids_per_request)
+        for call in (security_group_api.ids_per_request,
+                     lambda: security_group_api.ports(None, ['a']),
+                     lambda: security_group_api.bindings_of_ports(None, [])):
+            self.assertRaises(exception.UnsupportedNovaVersion, call)
 
     def test_the_installed_nova_is_tested(self):
         security_group_api._check()

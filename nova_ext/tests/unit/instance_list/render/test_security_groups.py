@@ -11,10 +11,10 @@
 # under the License.
 """A page's security groups asked in chunks at once, answered as Nova's.
 
-Neutron's side (Nova's lookup against Nova's Neutron fixture, every chunk
-compared with Nova's answer) is in the functional tests
-(``test_index_security_groups``); these hold the chunks, the threads and
-the hand-over to the view.
+Neutron's side (Nova's requests against Nova's Neutron fixture, every
+answer compared with Nova's) is in the functional tests
+(``test_index_security_groups``); these hold the chunks, the threads, the
+one request for the groups and the hand-over to the view.
 """
 
 import threading
@@ -33,25 +33,39 @@ class TestLookup(base.TestCase):
         super().setUp()
         self.addCleanup(security_groups.shutdown)
         self.asked = []
+        self.groups_asked = []
         self.fail_for = set()
         self.barrier = None
         self.useFixture(fixtures.MockPatchObject(
-            security_group_api, 'bindings', self._bindings))
+            security_group_api, 'ports', self._ports))
+        self.useFixture(fixtures.MockPatchObject(
+            security_group_api, 'bindings_of_ports', self._groups))
+        self.useFixture(fixtures.MockPatchObject(
+            security_group_api, 'bindings', self._now))
         self.useFixture(fixtures.MockPatchObject(
             security_group_api, 'ids_per_request', return_value=2))
         self.context = oslo_context.RequestContext(request_id='req-page')
 
-    def _bindings(self, context, servers):
+    def _ports(self, context, uuids):
         if self.barrier is not None:
             # Every chunk waits here until all are in Neutron at once.
             self.barrier.wait(5)
-        ids = [server['id'] for server in servers]
         current = oslo_context.get_current()
-        self.asked.append((threading.get_ident(), ids,
+        self.asked.append((threading.get_ident(), list(uuids),
                            current and current.request_id))
-        if self.fail_for & set(ids):
-            raise ValueError('neutron refused %s' % ids)
-        return {uuid: [{'name': 'sg-' + uuid}] for uuid in ids}
+        if self.fail_for & set(uuids):
+            raise ValueError('neutron refused %s' % uuids)
+        return [{'device_id': uuid, 'security_groups': ['sg']}
+                for uuid in uuids]
+
+    def _groups(self, context, ports):
+        self.groups_asked.append([port['device_id'] for port in ports])
+        return {port['device_id']: [{'name': 'sg'}] for port in ports}
+
+    def _now(self, context, servers):
+        self.asked.append((threading.get_ident(),
+                           [server['id'] for server in servers], None))
+        return {}
 
     def _start(self, uuids, at_once=3):
         self.flags(neutron_requests_at_once=at_once,
@@ -65,7 +79,7 @@ class TestLookup(base.TestCase):
         uuids = ['a', 'b', 'c', 'd', 'e']
         lookup = self._start(uuids)
         found = lookup.bindings(self.context, self._docs(uuids))
-        self.assertEqual({u: [{'name': 'sg-' + u}] for u in uuids}, found)
+        self.assertEqual({u: [{'name': 'sg'}] for u in uuids}, found)
         self.assertEqual([['a', 'b'], ['c', 'd'], ['e']],
                          sorted(ids for _, ids, _ in self.asked))
         threads = {thread for thread, _, _ in self.asked}
@@ -73,6 +87,8 @@ class TestLookup(base.TestCase):
         # The pool's threads log with the request's id.
         self.assertEqual({'req-page'},
                          {request for _, _, request in self.asked})
+        # One request for the groups, of every port in the page's order.
+        self.assertEqual([uuids], self.groups_asked)
 
     def test_chunks_are_asked_at_once(self):
         # Asked one after another, the first chunk's wait would break.
@@ -86,8 +102,7 @@ class TestLookup(base.TestCase):
         lookup = self._start(['a', 'b', 'c'])
         lookup.bindings(self.context, self._docs(['a', 'b', 'c']))
         self.asked.clear()
-        found = lookup.bindings(self.context, self._docs(['a', 'c']))
-        self.assertEqual({'a', 'c'}, set(found))
+        lookup.bindings(self.context, self._docs(['a', 'c']))
         self.assertEqual([(threading.get_ident(), ['a', 'c'])],
                          [(thread, ids) for thread, ids, _ in self.asked])
 
@@ -97,7 +112,8 @@ class TestLookup(base.TestCase):
         self.asked.clear()
         other = oslo_context.RequestContext(request_id='req-other')
         lookup.bindings(other, self._docs(['a']))
-        self.assertEqual([['a']], [ids for _, ids, _ in self.asked])
+        self.assertEqual([(threading.get_ident(), ['a'])],
+                         [(thread, ids) for thread, ids, _ in self.asked])
 
     def test_a_failed_chunk_raises_as_novas_lookup(self):
         self.fail_for = {'d'}
@@ -105,7 +121,9 @@ class TestLookup(base.TestCase):
         error = self.assertRaises(ValueError, lookup.bindings, self.context,
                                   self._docs(['a', 'b', 'c', 'd']))
         self.assertEqual("neutron refused ['c', 'd']", str(error))
+        self.assertEqual([], self.groups_asked)
 
-    def test_one_at_once_leaves_it_to_the_view(self):
+    def test_one_at_once_or_an_empty_page_leaves_it_to_the_view(self):
         self.assertIsNone(self._start(['a', 'b', 'c'], at_once=1))
+        self.assertIsNone(self._start([]))
         self.assertEqual([], self.asked)
