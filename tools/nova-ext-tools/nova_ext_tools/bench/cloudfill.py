@@ -28,6 +28,11 @@ timestamps of its own; then ``nova-ext-manage index verify --fix`` brings
 them into the index, as an operator brings in servers made while nova_ext
 was not watching. Both nova-apis read the same rows. A filled cloud is
 filled no further: ``fill`` counts what is there.
+
+Then every ``PORT_EVERY``-th server of the admin's first page gets a port
+in Neutron (:func:`give_ports`), on its project's network, so that Nova's
+detailed view shows security groups for them, read from Neutron in each
+of the page's requests, as in a cloud whose servers all have ports.
 """
 
 import itertools
@@ -48,6 +53,11 @@ BATCH, IN_FLIGHT = 50, 150
 #: fits nowhere.
 RATIOS = {'VCPU': 1000.0, 'MEMORY_MB': 10.0, 'DISK_GB': 100.0}
 OWNERS = ('admin', 'member1', 'member2')
+#: Of the admin's first page, the servers given a port: one in this many;
+#: every other of those is in a second group of its project, GROUP.
+PORT_EVERY, GROUP = 4, 'bench-web'
+#: Ports per request of Neutron's bulk create.
+PORT_BATCH = 50
 PLACEMENT_VERSION = '1.26'
 
 
@@ -108,6 +118,7 @@ def fill(conns, cloud, per_cell, booted, image, progress=print):
     """
     out = boot(conns, cloud.lay, min(booted, per_cell), image, progress)
     out['cloned'] = clone(conns, cloud, per_cell, progress)
+    out['ports'] = give_ports(conns['admin'], progress)
     hosts, _ = count(conns['admin'])
     out['per_compute'] = {cloud.lay.compute_host(c): hosts.get(
         cloud.lay.compute_host(c), 0) for c in layout.CELLS}
@@ -227,3 +238,63 @@ def _clone_cell(engine, api, cell, per_cell, projects, progress):
             clones.append(clone)
         data.insert_rows(engine, api, clones)
     return wanted
+
+
+def give_ports(admin, progress=print):
+    """Ports for one in PORT_EVERY servers of the admin's first page.
+
+    Made by the admin in each server's project, on that project's network,
+    with the server's id as device id and no device owner: Nova's view
+    finds them by device id, and Neutron tells Nova nothing of a port
+    owned by no compute (``notify_nova_on_port_data_changes``), so the
+    servers' rows do not change. Servers that have a port get none.
+
+    :returns: ``{'ported': servers with a port, 'made': ports made}``.
+    """
+    page = admin.compute.get('/servers/detail?all_tenants=1&limit=1000',
+                             microversion='2.1').json()['servers']
+    chosen = page[::PORT_EVERY]
+    ported = {p['device_id'] for p in admin.network.get(
+        '/ports?fields=device_id').json()['ports']}
+    networks = {n['project_id']: n['id'] for n in admin.network.get(
+        '/networks?fields=id&fields=project_id&fields=name').json()[
+        'networks'] if n['name'].startswith('private-')}
+    groups = {}
+    todo = [s for s in chosen if s['id'] not in ported]
+    for n, server in enumerate(todo):
+        project = server['tenant_id']
+        port = {'network_id': networks[project], 'project_id': project,
+                'device_id': server['id'], 'name': 'bench-%d' % n}
+        if n % 2:
+            if project not in groups:
+                groups[project] = _group(admin, project)
+            default = admin.network.get(
+                '/security-groups?name=default&project_id=%s&fields=id'
+                % project).json()['security_groups']
+            # Without the project's default group listed, Neutron puts
+            # the port in it alone.
+            if default:
+                port['security_groups'] = [default[0]['id'],
+                                           groups[project]]
+        todo[n] = port
+    for start in range(0, len(todo), PORT_BATCH):
+        batch = todo[start:start + PORT_BATCH]
+        r = admin.network.post('/ports', json={'ports': batch})
+        if r.status_code != 201:
+            raise RuntimeError('neutron refused ports: %s' % r.text)
+        progress('  %d of %d ports made' % (start + len(batch), len(todo)))
+    return {'ported': len(chosen), 'made': len(todo)}
+
+
+def _group(admin, project):
+    """The id of GROUP in ``project``, made if missing."""
+    found = admin.network.get(
+        '/security-groups?name=%s&project_id=%s&fields=id'
+        % (GROUP, project)).json()['security_groups']
+    if found:
+        return found[0]['id']
+    r = admin.network.post('/security-groups', json={'security_group': {
+        'name': GROUP, 'project_id': project}})
+    if r.status_code != 201:
+        raise RuntimeError('neutron refused a group: %s' % r.text)
+    return r.json()['security_group']['id']
