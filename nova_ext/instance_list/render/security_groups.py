@@ -70,8 +70,15 @@ class Lookup(object):
             self._left -= 1
             if self._left:
                 return
-        self._groups = self._pool.submit(self._read_groups)
-        self._asked.set()
+        try:
+            self._groups = self._pool.submit(self._read_groups)
+        except RuntimeError as e:
+            # A pool that is shut down takes no more work: the page fails
+            # rather than waits.
+            self._groups = futurist.Future()
+            self._groups.set_exception(e)
+        finally:
+            self._asked.set()
 
     def _read_groups(self):
         ports = []
@@ -118,10 +125,10 @@ def _ask(function, context, *args):
     return function(context, *args)
 
 
-def shutdown():
+def shutdown(wait=True):
     """Stop the pools' threads (tests)."""
     with _LOCK:
         pools = list(_POOL.values())
         _POOL.clear()
     for pool in pools:
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=wait)

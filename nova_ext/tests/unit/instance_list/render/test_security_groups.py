@@ -36,6 +36,7 @@ class TestLookup(base.TestCase):
         self.groups_asked = []
         self.fail_for = set()
         self.barrier = None
+        self.gate = None
         self.useFixture(fixtures.MockPatchObject(
             security_group_api, 'ports', self._ports))
         self.useFixture(fixtures.MockPatchObject(
@@ -50,6 +51,8 @@ class TestLookup(base.TestCase):
         if self.barrier is not None:
             # Every chunk waits here until all are in Neutron at once.
             self.barrier.wait(5)
+        if self.gate is not None:
+            self.gate.wait(5)
         current = oslo_context.get_current()
         self.asked.append((threading.get_ident(), list(uuids),
                            current and current.request_id))
@@ -121,6 +124,17 @@ class TestLookup(base.TestCase):
         error = self.assertRaises(ValueError, lookup.bindings, self.context,
                                   self._docs(['a', 'b', 'c', 'd']))
         self.assertEqual("neutron refused ['c', 'd']", str(error))
+        self.assertEqual([], self.groups_asked)
+
+    def test_a_pool_shut_down_fails_the_page_rather_than_waits(self):
+        self.gate = threading.Event()
+        lookup = self._start(['a', 'b'], at_once=2)
+        # Both chunks are in Neutron when the pool is shut down: it then
+        # refuses the request for the groups.
+        security_groups.shutdown(wait=False)
+        self.gate.set()
+        self.assertRaises(RuntimeError, lookup.bindings, self.context,
+                          self._docs(['a', 'b']))
         self.assertEqual([], self.groups_asked)
 
     def test_one_at_once_or_an_empty_page_leaves_it_to_the_view(self):
