@@ -98,7 +98,10 @@ requests as soon as the page is listed, up to this many requests for
 ports at once on threads of the process (shared by its requests), then
 the one for their groups, and renders the page meanwhile. The answer is
 the same, and so are the requests: Neutron is asked for every page, with
-the caller's token. 1 asks as Nova does. Read when nova-api starts.
+the caller's token. The threads are shared by the process's requests: a
+Neutron that does not answer holds them, and the detailed pages behind
+them wait, as long as it holds Nova's own requests ([neutron]timeout). 1
+asks as Nova does. Read when nova-api starts.
 """),
     cfg.BoolOpt(
         'reuse_services',

@@ -24,6 +24,7 @@ is kept past the page: Neutron is asked for every page, with the caller's
 token, as Nova asks it.
 """
 
+from concurrent import futures
 import threading
 
 import futurist
@@ -52,40 +53,44 @@ class Lookup(object):
     def __init__(self, pool, context, uuids, per):
         self.context = context
         self.uuids = list(uuids)
-        self._pool = pool
         self._lock = threading.Lock()
-        self._groups = None
-        self._asked = threading.Event()
-        self._ports = [pool.submit(_ask, security_group_api.ports, context,
-                                   self.uuids[n:n + per])
-                       for n in range(0, len(self.uuids), per)]
-        self._left = len(self._ports)
-        for future in self._ports:
-            future.add_done_callback(self._chunk_done)
+        self._groups = futures.Future()
+        chunks = [self.uuids[n:n + per]
+                  for n in range(0, len(self.uuids), per)]
+        #: Each chunk's ports, or the error its request raised.
+        self._read = [None] * len(chunks)
+        self._left = len(chunks)
+        for n, chunk in enumerate(chunks):
+            pool.submit(self._read_ports, n, chunk)
 
-    def _chunk_done(self, future):
-        # Called on the thread that read the chunk (or on the caller's, if
-        # it was read already); the last one asks for the groups.
+    def _read_ports(self, n, uuids):
+        try:
+            self._read[n] = (None, _ask(security_group_api.ports,
+                                        self.context, uuids))
+        except Exception as e:
+            self._read[n] = (e, None)
         with self._lock:
             self._left -= 1
-            if self._left:
-                return
-        try:
-            self._groups = self._pool.submit(self._read_groups)
-        except RuntimeError as e:
-            # A pool that is shut down takes no more work: the page fails
-            # rather than waits.
-            self._groups = futurist.Future()
-            self._groups.set_exception(e)
-        finally:
-            self._asked.set()
+            last = not self._left
+        if last:
+            # The thread that read the last chunk asks for the groups
+            # itself: a task that waited for the others, or one sent to the
+            # pool from a task, could wait for a thread the pool is short of.
+            self._read_groups()
 
     def _read_groups(self):
-        ports = []
-        for future in self._ports:
-            ports.extend(future.result())
-        return _ask(security_group_api.bindings_of_ports, self.context,
-                    ports)
+        try:
+            ports = []
+            for error, read in self._read:
+                if error is not None:
+                    raise error
+                ports.extend(read)
+            groups = _ask(security_group_api.bindings_of_ports,
+                          self.context, ports)
+        except Exception as e:
+            self._groups.set_exception(e)
+        else:
+            self._groups.set_result(groups)
 
     def bindings(self, context, servers):
         """Nova's ``{server uuid: [group]}`` for ``servers``' documents.
@@ -99,7 +104,6 @@ class Lookup(object):
         if (context is not self.context or
                 [server['id'] for server in servers] != self.uuids):
             return security_group_api.bindings(context, servers)
-        self._asked.wait()
         return self._groups.result()
 
 

@@ -260,23 +260,21 @@ def give_ports(admin, progress=print):
         '/networks?fields=id&fields=project_id&fields=name').json()[
         'networks'] if n['name'].startswith('private-')}
     groups = {}
-    todo = [s for s in chosen if s['id'] not in ported]
-    for n, server in enumerate(todo):
+    todo = []
+    for n, server in enumerate(chosen):
+        if server['id'] in ported:
+            continue
         project = server['tenant_id']
         port = {'network_id': networks[project], 'project_id': project,
                 'device_id': server['id'], 'name': 'bench-%d' % n}
         if n % 2:
             if project not in groups:
-                groups[project] = _group(admin, project)
-            default = admin.network.get(
-                '/security-groups?name=default&project_id=%s&fields=id'
-                % project).json()['security_groups']
-            # Without the project's default group listed, Neutron puts
-            # the port in it alone.
-            if default:
-                port['security_groups'] = [default[0]['id'],
-                                           groups[project]]
-        todo[n] = port
+                groups[project] = _groups(admin, project)
+            # Without the project's default group, Neutron makes it and
+            # puts the port in it alone.
+            if groups[project]:
+                port['security_groups'] = groups[project]
+        todo.append(port)
     for start in range(0, len(todo), PORT_BATCH):
         batch = todo[start:start + PORT_BATCH]
         r = admin.network.post('/ports', json={'ports': batch})
@@ -286,15 +284,23 @@ def give_ports(admin, progress=print):
     return {'ported': len(chosen), 'made': len(todo)}
 
 
-def _group(admin, project):
-    """The id of GROUP in ``project``, made if missing."""
-    found = admin.network.get(
-        '/security-groups?name=%s&project_id=%s&fields=id'
-        % (GROUP, project)).json()['security_groups']
+def _groups(admin, project):
+    """The ids of ``project``'s default group and GROUP (made if missing).
+
+    None when the project has no default group yet.
+    """
+    def find(name):
+        return admin.network.get(
+            '/security-groups?name=%s&project_id=%s&fields=id'
+            % (name, project)).json()['security_groups']
+    default = find('default')
+    if not default:
+        return None
+    found = find(GROUP)
     if found:
-        return found[0]['id']
+        return [default[0]['id'], found[0]['id']]
     r = admin.network.post('/security-groups', json={'security_group': {
         'name': GROUP, 'project_id': project}})
     if r.status_code != 201:
         raise RuntimeError('neutron refused a group: %s' % r.text)
-    return r.json()['security_group']['id']
+    return [default[0]['id'], r.json()['security_group']['id']]
