@@ -114,7 +114,7 @@ def _body(conf, selector, listing):
         # Nova's view asks with the request's context, not get_all's.
         lookup = security_groups.start(
             conf, listing.request.environ['nova.context'],
-            list(dict.fromkeys(record['uuid'] for record in records)))
+            [record['uuid'] for record in fastpath.distinct(records)])
     with view.groups_from(lookup):
         if cache is not None:
             return fastpath.render_cached(driver, listing, records, cache)

@@ -100,18 +100,24 @@ def query_attrs(listing):
     return attrs
 
 
-def instances(driver, context, listing, records, full=True):
-    """Index rows as instances, without the duplicates get_all drops.
-
-    :param full: whether the rows were read with their joins; the metadata
-        is read for those only.
-    """
+def distinct(records):
+    """The rows of a page without the duplicates get_all drops."""
     seen = set()
     page = []
     for record in records:
         if record['uuid'] not in seen:
             seen.add(record['uuid'])
             page.append(record)
+    return page
+
+
+def instances(driver, context, listing, records, full=True):
+    """Index rows as instances, without the duplicates get_all drops.
+
+    :param full: whether the rows were read with their joins; the metadata
+        is read for those only.
+    """
+    page = distinct(records)
     uuids = [record['uuid'] for record in page]
     # The list of servers shows neither; details show the metadata always
     # and the system metadata where get_all was asked for it.

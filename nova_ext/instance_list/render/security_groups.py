@@ -129,10 +129,10 @@ def _ask(function, context, *args):
     return function(context, *args)
 
 
-def shutdown(wait=True):
-    """Stop the pools' threads (tests)."""
+def shutdown():
+    """Stop the pools' threads, once they have done their work (tests)."""
     with _LOCK:
         pools = list(_POOL.values())
         _POOL.clear()
     for pool in pools:
-        pool.shutdown(wait=wait)
+        pool.shutdown(wait=True)
