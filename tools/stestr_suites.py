@@ -18,6 +18,13 @@ tox runs nova_ext's tests and those of its developer tools
 (tools/nova-ext-tools) as two suites: each is a stestr run of its own in
 the checkout's one repository (.stestr), which tools/test_summary.py sums.
 
+tox runs the unit, functional and deployment envs in parallel, and
+stestr's file repository takes no lock while it records a run (its id,
+the failing tests, the times). So each suite runs in a private copy of the
+checkout's repository, which gives it the failing tests and times that
+--failing and the partition of tests among workers read, and its runs are
+then loaded into the checkout's repository under a lock (.stestr.lock).
+
 stestr fails a run that selects no test. So that ``tox -e functional --
 REGEX`` works whichever suite REGEX names, a suite in which the selection
 (filters, --include-list, --exclude-list, --exclude-regex, --load-list,
@@ -28,9 +35,13 @@ selected is run, even after one failed; the exit code is the first
 suite's that failed.
 """
 
+import contextlib
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from stestr.commands import run as stestr_run
 from stestr.repository import abstract as stestr_repository
@@ -138,11 +149,68 @@ def main(argv):
         return 1
     status = 0
     for test_path, top_dir in chosen:
-        ran = subprocess.run(
-            [sys.executable, '-m', 'stestr', '--test-path', test_path,
-             '--top-dir', top_dir, 'run'] + run_args)
-        status = status or ran.returncode
+        status = status or run_suite(test_path, top_dir, run_args)
     return status
+
+
+REPOSITORY = '.stestr'
+
+
+@contextlib.contextmanager
+def _locked(here):
+    with open(os.path.join(here, REPOSITORY + '.lock'), 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _stestr(*argv, **kwargs):
+    return subprocess.run([sys.executable, '-m', 'stestr'] + list(argv),
+                          **kwargs)
+
+
+def _run_ids(repository):
+    return sorted(int(name) for name in os.listdir(repository)
+                  if name.isdigit())
+
+
+def _copy(repository, into):
+    """A private copy of ``repository`` at ``into``; its last run id."""
+    os.mkdir(into)
+    for name in os.listdir(repository):
+        source = os.path.join(repository, name)
+        # A recorded run is never written again: linked, not copied.
+        (os.link if name.isdigit() else shutil.copy2)(
+            source, os.path.join(into, name))
+    ids = _run_ids(into)
+    return ids[-1] if ids else -1
+
+
+def run_suite(test_path, top_dir, run_args, here='.'):
+    """One suite's stestr run, recorded in ``here``'s repository.
+
+    :returns: the run's exit code.
+    """
+    # Beside the repository, so that its runs can be linked.
+    with tempfile.TemporaryDirectory(prefix=REPOSITORY + '-',
+                                     dir=here) as private:
+        seen = -1
+        with _locked(here):
+            if os.path.isdir(os.path.join(here, REPOSITORY)):
+                seen = _copy(os.path.join(here, REPOSITORY),
+                             os.path.join(private, REPOSITORY))
+        ran = _stestr('--repo-url', private, '--test-path', test_path,
+                      '--top-dir', top_dir, 'run', *run_args)
+        ours = os.path.join(private, REPOSITORY)
+        new = [run for run in _run_ids(ours) if run > seen] \
+            if os.path.isdir(ours) else []
+        with _locked(here):
+            for run in new:
+                stream = _stestr('--repo-url', private, 'history', 'show',
+                                 '--subunit', str(run), capture_output=True)
+                if stream.returncode == 0:
+                    _stestr('--repo-url', here, 'load', '--force-init',
+                            input=stream.stdout, stdout=subprocess.DEVNULL)
+    return ran.returncode
 
 
 if __name__ == '__main__':
