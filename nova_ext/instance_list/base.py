@@ -164,6 +164,17 @@ class RowsDriver(InstanceListDriver):
         an instance without one is rendered every time.
         """
 
+    def version_column(self):
+        """Where the list query can read each row's version, or None.
+
+        ``(column, key)``: a column of a table in the database the list
+        query runs on, from the row whose ``key`` column equals the
+        instance's uuid (``nova_ext.seams.internals.orm.Beside``). Read in
+        the page's own query, no second read is needed, and each version is
+        the one of the row listed. None: :meth:`versions` is asked.
+        """
+        return None
+
     @abc.abstractmethod
     def volumes(self, ctx, uuids):
         """The volumes of some instances, as Nova's server view shows them.

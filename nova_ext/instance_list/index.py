@@ -267,6 +267,10 @@ class IndexDriver(base.RowsDriver):
                 sa.select(book.c.uuid, book.c.read_at).where(
                     book.c.uuid.in_(list(uuids)))).all())
 
+    def version_column(self):
+        book = schema.INSTANCES
+        return book.c.read_at, book.c.uuid
+
     def volumes(self, ctx, uuids):
         """The volumes of some instances, as Nova's server view shows them.
 

@@ -88,9 +88,10 @@ def _body(conf, selector, listing):
     # only rendering reads; the rows it has to render are read in full
     # afterwards. Nova's view of a list without details reads the name of
     # each server and nothing else that the narrowed rows lack.
-    extra = None
+    extra = version = None
     if cache is not None:
         extra = ()
+        version = driver.version_column()
     elif not listing.detail:
         extra = ('display_name',)
     attrs = [] if extra is not None else fastpath.query_attrs(listing)
@@ -102,7 +103,7 @@ def _body(conf, selector, listing):
             cell_down_support=args.get('cell_down_support', False))
     if extra is not None:
         def _listed(records=_records):
-            with narrow.narrowed(args.get('sort_keys'), extra):
+            with narrow.narrowed(args.get('sort_keys'), extra, version):
                 return records()
     else:
         _listed = _records

@@ -28,6 +28,7 @@ from nova import objects
 
 from nova_ext import exception
 from nova_ext.instance_list import base
+from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list.render import rows
 from nova_ext.instance_list.render import view
@@ -194,7 +195,11 @@ def render_cached(driver, listing, records, cache):
     """
     context = listing.context
     page = instances(driver, context, listing, records, full=False)
-    versions = driver.versions([i.uuid for i in page])
+    if all(narrow.VERSION in instance for instance in page):
+        # Read by the page's query (narrow.narrowed).
+        versions = {i.uuid: i.get(narrow.VERSION) for i in page}
+    else:
+        versions = driver.versions([i.uuid for i in page])
     for instance in page:
         instance.full = False
         instance.render_version = versions.get(instance.uuid)

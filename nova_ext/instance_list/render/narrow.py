@@ -38,14 +38,22 @@ COLUMNS = ('id', 'uuid', 'deleted', 'project_id', 'user_id', 'host',
            'availability_zone', 'vm_state', 'task_state', 'hidden',
            'access_ip_v4', 'access_ip_v6', 'created_at', 'updated_at',
            'deleted_at', 'launched_at', 'terminated_at')
+#: The key of a narrowed row's version, where it is read with the row.
+VERSION = 'nova_ext_render_version'
 _ACTIVE = contextvars.ContextVar('nova_ext_narrowed', default=None)
 
 
 @contextlib.contextmanager
-def narrowed(sort_keys, extra=()):
-    """Within, the list query reads COLUMNS, the sort keys and ``extra``."""
-    columns = set(COLUMNS) | set(sort_keys or ()) | set(extra)
-    token = _ACTIVE.set(tuple(sorted(columns)))
+def narrowed(sort_keys, extra=(), version=None):
+    """Within, the list query reads COLUMNS, the sort keys and ``extra``.
+
+    :param version: the driver's ``version_column()``: each row's version
+        is read with it, in the same query, under VERSION.
+    """
+    columns = tuple(sorted(set(COLUMNS) | set(sort_keys or ()) | set(extra)))
+    if version is not None:
+        columns += (orm.Beside(VERSION, *version),)
+    token = _ACTIVE.set(columns)
     try:
         yield
     finally:

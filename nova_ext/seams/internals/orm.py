@@ -27,6 +27,7 @@ The contract test is
 ``nova_ext.tests.unit.seams.test_internals_orm``.
 """
 
+import collections
 import threading
 
 from nova.db.main import models
@@ -49,6 +50,11 @@ _COLUMNS = None
 #: List queries narrowed in this process (a test checks it still happens
 #: with the Nova installed).
 narrowed_queries = 0
+
+#: A column of another table of the same database, read beside each row
+#: under ``name``: ``column``, from the row of its table whose ``key``
+#: equals the instance's uuid (an outer join: None where there is none).
+Beside = collections.namedtuple('Beside', 'name column key')
 
 
 def _check():
@@ -81,8 +87,14 @@ def _narrow(state):
     global narrowed_queries
     narrowed_queries += 1
     table = models.Instance.__table__
+    beside = [column for column in columns if isinstance(column, Beside)]
     narrow = state.statement.with_only_columns(
-        *[table.c[name] for name in columns])
+        *[table.c[name] for name in columns
+          if not isinstance(name, Beside)],
+        *[b.column.label(b.name) for b in beside])
+    for b in beside:
+        # Joined to the query's own FROM, after Nova's joins (tags).
+        narrow = narrow.outerjoin(b.key.table, b.key == table.c.uuid)
     rows = [dict(row._mapping) for row in state.invoke_statement(
         statement=narrow, execution_options={_DONE: True})]
     # What Query.all() hands Nova's code: one plain dict per row, where it
@@ -101,8 +113,8 @@ def attach_narrowing(columns):
     Idempotent; the latest ``columns`` is the one asked.
 
     :param columns: a function of nothing, called for each list query:
-        the names of the ``instances`` columns to read, or None to read
-        the query as Nova wrote it.
+        the names of the ``instances`` columns to read, and any
+        :class:`Beside`, or None to read the query as Nova wrote it.
     :returns: whether the listener is installed; not on a Nova nova_ext
         was not tested with (logged), where the query reads whole rows.
     """

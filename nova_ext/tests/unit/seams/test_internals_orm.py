@@ -60,10 +60,11 @@ class TestNarrowing(base.TestCase):
         orm.detach_narrowing()
         self.addCleanup(orm.detach_narrowing)
 
-    def _list(self, **kwargs):
+    def _list(self, filters=None, **kwargs):
         before = orm.narrowed_queries
         rows = main_db_api.instance_get_all_by_filters_sort(
-            self.ctx, {}, columns_to_join=[], sort_keys=['created_at'],
+            self.ctx, filters or {}, columns_to_join=[],
+            sort_keys=['created_at'],
             sort_dirs=['asc'], **kwargs)
         return rows, orm.narrowed_queries - before
 
@@ -83,6 +84,39 @@ class TestNarrowing(base.TestCase):
         # Nova's own code still fills in its manual joins.
         self.assertEqual(set(COLUMNS) | {'metadata', 'system_metadata',
                                          'fault'}, set(rows[0]))
+
+    def test_a_column_beside_is_read_in_the_same_query(self):
+        # A table of the same database keyed by uuid, with a row for some
+        # of the instances only.
+        book = sa.table('book', sa.column('uuid', sa.String),
+                        sa.column('read_at', sa.Float))
+        engine = main_db_api.get_engine()
+        with engine.begin() as conn:
+            conn.execute(sa.text('CREATE TABLE book (uuid VARCHAR(36) '
+                                 'PRIMARY KEY, read_at FLOAT)'))
+            conn.execute(sa.insert(book).values(uuid=self.uuids[1],
+                                                read_at=1.5))
+        statements = []
+        event.listen(engine, 'before_cursor_execute',
+                     lambda *args: statements.append(args[2]))
+        self.columns = COLUMNS + (
+            orm.Beside('version', book.c.read_at, book.c.uuid),)
+        orm.attach_narrowing(lambda: self.columns)
+        rows, narrowed = self._list()
+        self.assertEqual(1, narrowed)
+        self.assertEqual(
+            [(self.uuids[0], None), (self.uuids[1], 1.5),
+             (self.uuids[2], None)],
+            [(row['uuid'], row['version']) for row in rows])
+        self.assertEqual(1, sum('book' in s for s in statements))
+        # Joined after Nova's own joins (a tag filter).
+        with engine.begin() as conn:
+            for uuid in self.uuids[1:]:
+                conn.execute(sa.insert(models.Tag.__table__).values(
+                    resource_id=uuid, tag='t'))
+        rows, narrowed = self._list(filters={'tags': ['t']})
+        self.assertEqual([(self.uuids[1], 1.5), (self.uuids[2], None)],
+                         [(row['uuid'], row['version']) for row in rows])
 
     def test_whole_rows_when_no_columns_are_asked(self):
         orm.attach_narrowing(lambda: self.columns)
