@@ -36,10 +36,12 @@ least recently used first.
 """
 
 import collections
+import datetime
 import threading
 
 from nova import availability_zones
 from nova import conf as nova_conf
+from oslo_serialization import jsonutils
 
 CONF = nova_conf.CONF
 
@@ -141,3 +143,17 @@ def key(request_part, context, instance, kwargs):
                 context, instance),
             volumes, repr(kwargs.get('provided_az')),
             repr(kwargs.get('provided_sched_hints')))
+
+
+def kept(doc):
+    """A copy of the document ``doc`` to keep, its datetimes written out.
+
+    Nova's serialiser (``jsonutils.dumps``) writes each value JSON has no
+    type for as ``jsonutils.to_primitive`` makes it; the server view leaves
+    datetimes (``OS-SRV-USG:launched_at``, ...) to it. Kept written, the
+    document costs no conversion on each request, and its bytes in a body
+    are the same.
+    """
+    return {name: (jsonutils.to_primitive(value)
+                   if isinstance(value, datetime.datetime) else value)
+            for name, value in doc.items()}

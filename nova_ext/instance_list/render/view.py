@@ -105,7 +105,7 @@ class PageRender(object):
             return {'server': _Unrendered(id=instance.uuid)}
         server = show(request, instance, **kwargs)
         if key is not None:
-            self.cache.put(key, dict(server['server']))
+            self.cache.put(key, render_cache.kept(server['server']))
         return server
 
 

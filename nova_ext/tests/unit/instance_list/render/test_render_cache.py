@@ -14,6 +14,8 @@
 import datetime
 
 from nova.api.openstack.compute.views import servers as views_servers
+from nova.api.openstack import wsgi as nova_wsgi
+from oslo_utils import timeutils
 
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
@@ -85,3 +87,26 @@ class TestKey(base.TestCase):
     def test_a_server_never_updated_is_not_cached(self):
         # Nova shows the time of each request as its "updated".
         self.assertIsNone(self.key(_instance(updated_at=None)))
+
+
+class TestKept(base.TestCase):
+
+    def test_the_same_bytes_in_a_body_without_datetimes(self):
+        launched = datetime.datetime(2026, 1, 2, 3, 4, 5, 678,
+                                     tzinfo=datetime.timezone.utc)
+        doc = {'id': UUID, 'OS-SRV-USG:launched_at': launched,
+               'OS-SRV-USG:terminated_at': None,
+               'created': timeutils.utcnow().strftime('%Y-%m-%dT%H:%M:%SZ'),
+               'metadata': {'k': 'v'}, 'addresses': {'net': [{'v': 4}]}}
+        kept = render_cache.kept(doc)
+        self.assertFalse([v for v in kept.values()
+                          if isinstance(v, datetime.datetime)])
+        self.assertEqual(list(doc), list(kept))
+        # As Nova's wsgi.Resource serialises a page of them.
+        serializer = nova_wsgi.JSONDictSerializer()
+        self.assertEqual(serializer.serialize({'servers': [doc, doc]}),
+                         serializer.serialize({'servers': [kept, kept]}))
+        self.assertIn('"2026-01-02T03:04:05.000678"',
+                      serializer.serialize({'servers': [kept]}))
+        # The document kept is a copy.
+        self.assertIs(launched, doc['OS-SRV-USG:launched_at'])
