@@ -20,9 +20,13 @@ read here from the stored spec as they are. A spec whose object would hold
 something else (a server group, which Nova re-reads and may drop from the
 hints; a field absent from the stored spec) is built by Nova as usual.
 
-Decoding a stored spec is most of the cost, and specs rarely change: what
-a spec gave is kept per instance under a digest of its stored text, and
-reused while the stored text has that digest.
+Reading and decoding the stored specs (a few kilobytes each) is most of
+the cost, and specs rarely change: what a spec gave is kept per instance
+under a digest of its stored text, and reused while the stored text has
+that digest. Where the database computes the digests (MySQL, MariaDB,
+PostgreSQL), a page reads them alone, and the text of the specs whose
+digest changed, with their digest, in the same statement; elsewhere
+(SQLite) it reads every text and digests it.
 """
 
 import contextlib
@@ -60,6 +64,34 @@ def _digest(stored):
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
+def _read(context, instance_uuids):
+    """``[(uuid, digest, stored spec, kept)]`` of the servers' specs.
+
+    Where the kept ``(digest, Spec)`` has the stored spec's digest, it is
+    given and the stored text is not read (None). A digest is read with
+    its text, so a spec kept is the one of its digest.
+    """
+    digests = stored_specs.digests(context, instance_uuids)
+    if digests is None:
+        return [(uuid, ('text', _digest(stored)), stored, None)
+                for uuid, stored in stored_specs.stored(context,
+                                                        instance_uuids)]
+    read = {}
+    changed = []
+    for uuid, digest in digests:
+        kept = _KEPT.get(uuid)
+        if kept is not None and kept[0] == ('database', digest):
+            read[uuid] = (uuid, kept[0], None, kept)
+        else:
+            changed.append(uuid)
+    if changed:
+        read.update((uuid, (uuid, ('database', digest), stored, None))
+                    for uuid, stored, digest in
+                    stored_specs.stored_with_digests(context, changed))
+    # In the database's order; a spec gone meanwhile is not shown.
+    return [read[uuid] for uuid, _ in digests if uuid in read]
+
+
 _ONLY = contextvars.ContextVar('nova_ext_request_specs_only',
                                default=None)
 
@@ -89,9 +121,9 @@ def get_by_instance_uuids(context, instance_uuids):
     specs, left = [], []
     if len(_KEPT) > MAX_KEPT:
         _KEPT = {}
-    for uuid, stored in stored_specs.stored(context, instance_uuids):
-        digest = _digest(stored)
-        kept = _KEPT.get(uuid)
+    for uuid, digest, stored, kept in _read(context, instance_uuids):
+        if kept is None:
+            kept = _KEPT.get(uuid)
         if kept is not None and kept[0] == digest:
             spec = kept[1]
         else:

@@ -36,12 +36,27 @@ def _check():
     internals.check(POINT)
 
 
+def _digest(dialect, spec):
+    """The database's SHA-256 of the stored ``spec``, or None (SQLite)."""
+    if dialect == 'mysql':
+        return sa.func.sha2(spec, 256)
+    if dialect == 'postgresql':
+        return sa.func.encode(
+            sa.func.sha256(sa.func.convert_to(spec, 'UTF8')), 'hex')
+    return None
+
+
 @api_db.reader
-def _read(context, instance_uuids):
+def _read(context, instance_uuids, names):
     table = api_models.RequestSpec.__table__
+    digest = _digest(context.session.get_bind().dialect.name,
+                     table.c.spec)
+    if digest is None and 'digest' in names:
+        return None
+    columns = {'spec': table.c.spec, 'digest': digest}
     return context.session.execute(
-        sa.select(table.c.instance_uuid, table.c.spec).where(
-            table.c.instance_uuid.in_(instance_uuids))).all()
+        sa.select(table.c.instance_uuid, *[columns[n] for n in names])
+        .where(table.c.instance_uuid.in_(instance_uuids))).all()
 
 
 def stored(context, instance_uuids):
@@ -50,7 +65,29 @@ def stored(context, instance_uuids):
     :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
     """
     _check()
-    return _read(context, instance_uuids)
+    return _read(context, instance_uuids, ('spec',))
+
+
+def digests(context, instance_uuids):
+    """``[(instance uuid, digest of its stored spec)]``, or None.
+
+    The digest is the database's SHA-256 of the stored text, which changes
+    whenever the text does; None where the database has no such function
+    (SQLite): read :func:`stored` then.
+
+    :raises UnsupportedNovaVersion: as :func:`stored`.
+    """
+    _check()
+    return _read(context, instance_uuids, ('digest',))
+
+
+def stored_with_digests(context, instance_uuids):
+    """``[(instance uuid, stored spec, its digest)]``, as :func:`digests`.
+
+    :raises UnsupportedNovaVersion: as :func:`stored`.
+    """
+    _check()
+    return _read(context, instance_uuids, ('spec', 'digest'))
 
 
 def decode(spec):

@@ -49,6 +49,7 @@ reason to skip.
 """
 
 import datetime
+import hashlib
 import threading
 import time
 from unittest import mock
@@ -59,6 +60,7 @@ import fixtures
 from nova.db.api import models as api_models
 from nova.db.main import models as nova_models
 from oslo_config import fixture as config_fixture
+from oslo_serialization import jsonutils
 from oslotest import base as oslotest_base
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -75,6 +77,7 @@ from nova_ext.index.marks import sequence
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.seams import api as api_entry_point
+from nova_ext.seams.internals import request_specs as stored_specs
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_index_locks
@@ -425,6 +428,30 @@ class _ApiDatabaseTables(_OnServer):
                 captures.c.requested_networks)).scalars().first())
         self.assertEqual(['b' * 32, 'c' * 32, 'd' * 32],
                          sorted(by_id[i] for i in orphans))
+
+    def test_request_specs_digested_as_their_stored_text(self):
+        # The digest a page reads of each spec is the SHA-256 of its stored
+        # text: equal texts, equal digests; any change, another.
+        specs = api_models.RequestSpec.__table__
+        # As Nova stores them: JSON, its non-ASCII characters escaped.
+        texts = {'a' * 32: jsonutils.dumps({'az': 'az1'}),
+                 'b' * 32: jsonutils.dumps({'az': '\u540d\u00fc',
+                                            'hints': {}}),
+                 'c' * 32: jsonutils.dumps({'az': 'az1'})}
+        with self.engine.begin() as conn:
+            for uuid_, text in texts.items():
+                conn.execute(specs.insert().values(instance_uuid=uuid_,
+                                                   spec=text))
+        digest = stored_specs._digest(self.engine.dialect.name,
+                                      specs.c.spec)
+        self.assertIsNotNone(digest)
+        with self.engine.connect() as conn:
+            got = dict(conn.execute(sa.select(specs.c.instance_uuid,
+                                              digest)).all())
+        self.assertEqual(
+            {u: hashlib.sha256(t.encode('utf-8')).hexdigest()
+             for u, t in texts.items()}, got)
+        self.assertEqual(got['a' * 32], got['c' * 32])
 
 
 class TestApiDatabaseTablesOnPostgreSQL(_ApiDatabaseTables,

@@ -11,6 +11,8 @@
 # under the License.
 """The two request spec fields a server list shows, read lightly."""
 
+import hashlib
+
 import fixtures
 from oslo_serialization import jsonutils
 
@@ -32,14 +34,35 @@ class TestRequestSpecs(base.TestCase):
         request_specs.reset()
         self.addCleanup(request_specs.reset)
         self.stored = {}
+        self.texts_read = []
         self.useFixture(fixtures.MockPatchObject(
-            request_specs.stored_specs, 'stored',
-            lambda ctx, uuids: [(u, self.stored[u]) for u in uuids]))
+            request_specs.stored_specs, 'stored', self._stored))
+        self.useFixture(fixtures.MockPatchObject(
+            request_specs.stored_specs, 'digests', self._digests))
+        self.useFixture(fixtures.MockPatchObject(
+            request_specs.stored_specs, 'stored_with_digests',
+            lambda ctx, uuids: [(u, spec, self._sha(spec))
+                                for u, spec in self._stored(ctx, uuids)]))
         self.decode = self.useFixture(fixtures.MockPatchObject(
             request_specs, '_decode', side_effect=request_specs._decode)).mock
         self.built = self.useFixture(fixtures.MockPatchObject(
             request_specs.objects.RequestSpec, 'get_by_instance_uuids',
             return_value=['built'])).mock
+
+    #: Whether the database digests the specs (not SQLite).
+    DIGESTS = False
+
+    def _sha(self, spec):
+        return hashlib.sha256(spec.encode('utf-8')).hexdigest()
+
+    def _stored(self, ctx, uuids):
+        self.texts_read.extend(uuids)
+        return [(u, self.stored[u]) for u in uuids]
+
+    def _digests(self, ctx, uuids):
+        if not self.DIGESTS:
+            return None
+        return [(u, self._sha(self.stored[u])) for u in uuids]
 
     def zones(self, *uuids):
         return [getattr(spec, 'availability_zone', spec) for spec in
@@ -61,3 +84,20 @@ class TestRequestSpecs(base.TestCase):
         self.assertEqual([None, 'built'], self.zones('a', 'b'))
         self.assertEqual(2, self.built.call_count)
         self.built.assert_called_with(None, ['a'])
+
+
+class TestRequestSpecsDigestedByTheDatabase(TestRequestSpecs):
+
+    DIGESTS = True
+
+    def test_only_the_changed_texts_are_read(self):
+        self.stored = {'a': _spec('az1'), 'b': _spec('az2')}
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(['a', 'b'], self.texts_read)
+        del self.texts_read[:]
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual([], self.texts_read)
+        self.stored['b'] = _spec('az3')
+        self.assertEqual(['az1', 'az3'], self.zones('a', 'b'))
+        self.assertEqual(['b'], self.texts_read)
+        self.assertEqual(3, self.decode.call_count)
