@@ -88,15 +88,23 @@ def _narrow(state):
     narrowed_queries += 1
     table = models.Instance.__table__
     beside = [column for column in columns if isinstance(column, Beside)]
+    names = [name for name in columns if not isinstance(name, Beside)]
+    if 'id' not in names:
+        names.append('id')
     narrow = state.statement.with_only_columns(
-        *[table.c[name] for name in columns
-          if not isinstance(name, Beside)],
+        *[table.c[name] for name in names],
         *[b.column.label(b.name) for b in beside])
     for b in beside:
         # Joined to the query's own FROM, after Nova's joins (tags).
         narrow = narrow.outerjoin(b.key.table, b.key == table.c.uuid)
-    rows = [dict(row._mapping) for row in state.invoke_statement(
-        statement=narrow, execution_options={_DONE: True})]
+    # Query.all() hands Nova's code each Instance once, however many rows
+    # of a join (tags-any) hold it: Nova's list counts a batch after that.
+    rows, seen = [], set()
+    for row in state.invoke_statement(statement=narrow,
+                                      execution_options={_DONE: True}):
+        if row.id not in seen:
+            seen.add(row.id)
+            rows.append(dict(row._mapping))
     # What Query.all() hands Nova's code: one plain dict per row, where it
     # would be one Instance.
     result = sa_result.IteratorResult(

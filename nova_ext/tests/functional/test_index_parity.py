@@ -247,6 +247,10 @@ class TestIndexParity(IndexTestCase):
             'node=compute2', 'all_tenants=1&host=compute2-1',
             'flavor=1', 'image=%s' % image,
             'tags=t1', 'tags=t1,t2', 'tags-any=t1,t2', 'not-tags=t1',
+            # A server with both tags is two rows of Nova's join, ahead of
+            # another server within the limit.
+            'all_tenants=1&tags-any=t1,t2&limit=2&sort_key=created_at&'
+            'sort_dir=asc',
             'not-tags-any=t1,t2', 'all_tenants=1&tags=t2',
             'locked=true', 'locked=false', 'availability_zone=nova',
             'changes-since=2000-01-01T00:00:00Z',

@@ -118,6 +118,29 @@ class TestNarrowing(base.TestCase):
         self.assertEqual([(self.uuids[1], 1.5), (self.uuids[2], None)],
                          [(row['uuid'], row['version']) for row in rows])
 
+    def test_each_instance_once_as_novas_query_gives_it(self):
+        # tags-any joins the tags: a server with both tags is two rows of
+        # the statement, and one Instance of Nova's query, before its limit
+        # is counted as well as after.
+        engine = main_db_api.get_engine()
+        with engine.begin() as conn:
+            for uuid in self.uuids[:2]:
+                for tag in ('t1', 't2'):
+                    conn.execute(sa.insert(models.Tag.__table__).values(
+                        resource_id=uuid, tag=tag))
+        filters = {'tags-any': ['t1', 't2']}
+        want = [[row['uuid'] for row in self._list(filters, limit=limit)[0]]
+                for limit in (None, 2, 3)]
+        self.assertEqual([self.uuids[:2], self.uuids[:1], self.uuids[:2]],
+                         want)
+        orm.attach_narrowing(lambda: ('uuid', 'created_at'))
+        got = []
+        for limit in (None, 2, 3):
+            rows, narrowed = self._list(filters, limit=limit)
+            self.assertEqual(1, narrowed)
+            got.append([row['uuid'] for row in rows])
+        self.assertEqual(want, got)
+
     def test_whole_rows_when_no_columns_are_asked(self):
         orm.attach_narrowing(lambda: self.columns)
         self.columns = None
