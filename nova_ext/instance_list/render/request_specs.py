@@ -80,7 +80,9 @@ def _read(context, instance_uuids):
     changed = []
     for uuid, digest in digests:
         kept = _KEPT.get(uuid)
-        if kept is not None and kept[0] == ('database', digest):
+        # No digest (a server without SHA2): read, decoded, never kept.
+        if (digest is not None and kept is not None and
+                kept[0] == ('database', digest)):
             read[uuid] = (uuid, kept[0], None, kept)
         else:
             changed.append(uuid)
@@ -128,7 +130,8 @@ def get_by_instance_uuids(context, instance_uuids):
             spec = kept[1]
         else:
             spec = _decode(uuid, stored)
-            _KEPT[uuid] = (digest, spec)
+            if digest[1] is not None:
+                _KEPT[uuid] = (digest, spec)
         if spec is None:
             left.append(uuid)
         else:

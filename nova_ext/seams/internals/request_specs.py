@@ -37,8 +37,12 @@ def _check():
 
 
 def _digest(dialect, spec):
-    """The database's SHA-256 of the stored ``spec``, or None (SQLite)."""
-    if dialect == 'mysql':
+    """The database's SHA-256 of the stored ``spec``, or None (SQLite).
+
+    MySQL and MariaDB (``SHA2``; NULL where the server was built without
+    it), PostgreSQL 11 or later (``sha256``).
+    """
+    if dialect in ('mysql', 'mariadb'):
         return sa.func.sha2(spec, 256)
     if dialect == 'postgresql':
         return sa.func.encode(
@@ -72,8 +76,9 @@ def digests(context, instance_uuids):
     """``[(instance uuid, digest of its stored spec)]``, or None.
 
     The digest is the database's SHA-256 of the stored text, which changes
-    whenever the text does; None where the database has no such function
-    (SQLite): read :func:`stored` then.
+    whenever the text does, or None where the server cannot compute it;
+    the list is None where the database has no such function (SQLite):
+    read :func:`stored` then.
 
     :raises UnsupportedNovaVersion: as :func:`stored`.
     """

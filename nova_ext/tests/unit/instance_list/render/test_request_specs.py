@@ -101,3 +101,12 @@ class TestRequestSpecsDigestedByTheDatabase(TestRequestSpecs):
         self.assertEqual(['az1', 'az3'], self.zones('a', 'b'))
         self.assertEqual(['b'], self.texts_read)
         self.assertEqual(3, self.decode.call_count)
+
+    def test_a_spec_without_a_digest_is_read_every_time(self):
+        # MySQL built without SHA2 answers NULL: nothing is kept.
+        self._sha = lambda spec: None
+        self.stored = {'a': _spec('az1')}
+        self.assertEqual(['az1'], self.zones('a'))
+        self.stored['a'] = _spec('az2')
+        self.assertEqual(['az2'], self.zones('a'))
+        self.assertEqual(['a', 'a'], self.texts_read)
