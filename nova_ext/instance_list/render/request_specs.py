@@ -67,13 +67,14 @@ def _digest(stored):
 def _read(context, instance_uuids):
     """``[(uuid, digest, stored spec, kept)]`` of the servers' specs.
 
-    Where the kept ``(digest, Spec)`` has the stored spec's digest, it is
-    given and the stored text is not read (None). A digest is read with
-    its text, so a spec kept is the one of its digest.
+    ``kept`` is the ``(digest, Spec)`` kept for the server, or None. Where
+    it has the stored spec's digest, the stored text is not read (None).
+    A digest is read with its text, so a spec kept is the one of its
+    digest.
     """
     digests = stored_specs.digests(context, instance_uuids)
     if digests is None:
-        return [(uuid, ('text', _digest(stored)), stored, None)
+        return [(uuid, ('text', _digest(stored)), stored, _KEPT.get(uuid))
                 for uuid, stored in stored_specs.stored(context,
                                                         instance_uuids)]
     read = {}
@@ -124,8 +125,6 @@ def get_by_instance_uuids(context, instance_uuids):
     if len(_KEPT) > MAX_KEPT:
         _KEPT = {}
     for uuid, digest, stored, kept in _read(context, instance_uuids):
-        if kept is None:
-            kept = _KEPT.get(uuid)
         if kept is not None and kept[0] == digest:
             spec = kept[1]
         else:
