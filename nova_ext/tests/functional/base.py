@@ -17,6 +17,8 @@ placement, cell0 plus ``NUMBER_OF_CELLS`` cells, each with its own
 database. nova_ext is attached through configuration (see fixtures.py).
 """
 
+import time
+
 from nova.tests.functional import integrated_helpers
 
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -41,6 +43,33 @@ class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
         self.nova_ext = self.useFixture(ext_fixtures.NovaExtFixture(
             self, self.NOVA_EXT_SEAMS, self.NOVA_EXT_OPTIONS))
         super()._setup_services()
+
+    #: How often Nova's helpers poll a server for the state they wait for.
+    #: Nova's helper sleeps 0.5 s between polls, where a server of this
+    #: harness gets there within about 0.1 s: the wait below polls more
+    #: often and gives up after the same time.
+    POLL_INTERVAL = 0.05
+
+    def _wait_for_server_parameter(self, server, expected_params,
+                                   max_retries=10, api=None,
+                                   wait_for_fault_key=True):
+        api = api or getattr(self, 'admin_api', self.api)
+        # Nova sets ERROR before it records the fault; a test waiting for
+        # ERROR waits for the fault too, as in Nova's helper.
+        wait_for_fault = (wait_for_fault_key and
+                          expected_params.get('status') == 'ERROR')
+        deadline = time.monotonic() + max_retries * 0.5
+        while True:
+            server = api.get_server(server['id'])
+            if (all(server[attr] == expected_params[attr]
+                    for attr in expected_params) and
+                    (not wait_for_fault or 'fault' in server)):
+                return server
+            if time.monotonic() >= deadline:
+                self.fail('Wait for state change failed, '
+                          'expected_params=%s, server=%s, wait_for_fault=%s'
+                          % (expected_params, server, wait_for_fault))
+            time.sleep(self.POLL_INTERVAL)
 
     def _setup_compute_service(self):
         first = None

@@ -19,8 +19,10 @@ command reads them without a message broker.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import fixtures
@@ -151,6 +153,15 @@ class TestManageCommand(oslotest_base.BaseTestCase):
         self.assertTrue(os.path.exists(self.index))
 
 
+def _copy_tree(source, target):
+    for name in os.listdir(source):
+        path = os.path.join(source, name)
+        if os.path.isdir(path):
+            shutil.copytree(path, os.path.join(target, name))
+        else:
+            shutil.copy2(path, target)
+
+
 class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
     """A nova.conf of a real cloud: no RPC options, cells mapped.
 
@@ -159,11 +170,16 @@ class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
     to load a cell mapping.
     """
 
-    def setUp(self):
-        super().setUp()
-        self.dir = self.useFixture(fixtures.TempDir()).path
-        self.conf = os.path.join(self.dir, 'nova.conf')
-        with open(self.conf, 'w') as f:
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # nova-manage maps the cells once for the class, which takes longer
+        # than a test: each test starts from a copy of the databases it
+        # made, in the same directory, since the cell mappings name it.
+        cls.dir = tempfile.mkdtemp(prefix='nova-ext-cli-')
+        cls.pristine = tempfile.mkdtemp(prefix='nova-ext-cli-mapped-')
+        cls.conf = os.path.join(cls.dir, 'nova.conf')
+        with open(cls.conf, 'w') as f:
             f.write(textwrap.dedent("""
                 [DEFAULT]
                 state_path = {dir}
@@ -178,8 +194,25 @@ class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
                 [nova_ext_object_migrations]
                 migrations = instance-compute-id, migration-dest-compute-id,
                              compute-node-service-id
-            """).format(dir=self.dir))
-        map_cells(self.conf)
+            """).format(dir=cls.dir))
+        map_cells(cls.conf)
+        _copy_tree(cls.dir, cls.pristine)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        shutil.rmtree(cls.pristine, ignore_errors=True)
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+        _copy_tree(self.pristine, self.dir)
 
     def run_command(self, prog, *argv):
         done = subprocess.run(

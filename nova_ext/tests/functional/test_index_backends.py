@@ -525,8 +525,8 @@ class _Parity(_HarnessIndex):
         """Filters only this backend runs differently."""
         raise NotImplementedError()
 
-    def test_sorts_and_pages(self):
-        super().test_sorts_and_pages()
+    def test_sorts_markers_and_pages(self):
+        super().test_sorts_markers_and_pages()
         # Where Nova cannot merge NULLs, the index answers in the order of
         # Nova's query on one cell of its backend: launched_at is NULL for
         # the server that never launched (error0).
