@@ -21,15 +21,22 @@ threads in each nova-api process, then, once the last chunk is in, the
 request for their groups; the page is rendered meanwhile, and the view
 takes the answer where Nova's asks for it (``view.ViewBuilder``). Nothing
 is kept past the page: Neutron is asked for every page, with the caller's
-token, as Nova asks it.
+token, as Nova asks it. Each request of the pool carries the page
+request's context (its request id in the logs) and, where osprofiler traces
+it, its trace: Neutron's part of a traced request stays in its trace.
 """
 
 from concurrent import futures
 import threading
 
 import futurist
+from oslo_utils import importutils
 
 from nova_ext.seams.internals import security_group_api
+
+# Nova's profiling is optional (nova[osprofiler]): traces are carried where
+# it is installed, as Nova's own thread pools carry them.
+profiler = importutils.try_import('osprofiler.profiler')
 
 _LOCK = threading.Lock()
 _POOL = {}
@@ -52,6 +59,7 @@ class Lookup(object):
 
     def __init__(self, pool, context, uuids, per):
         self.context = context
+        self._trace = trace_info()
         self.uuids = list(uuids)
         self._lock = threading.Lock()
         self._groups = futures.Future()
@@ -65,8 +73,8 @@ class Lookup(object):
 
     def _read_ports(self, n, uuids):
         try:
-            self._read[n] = (None, _ask(security_group_api.ports,
-                                        self.context, uuids))
+            self._read[n] = (None, self._ask(security_group_api.ports,
+                                             uuids))
         except Exception as e:
             self._read[n] = (e, None)
         with self._lock:
@@ -85,12 +93,17 @@ class Lookup(object):
                 if error is not None:
                     raise error
                 ports.extend(read)
-            groups = _ask(security_group_api.bindings_of_ports,
-                          self.context, ports)
+            groups = self._ask(security_group_api.bindings_of_ports,
+                               ports)
         except Exception as e:
             self._groups.set_exception(e)
         else:
             self._groups.set_result(groups)
+
+    def _ask(self, function, *args):
+        # The pool's thread logs with the request's id, as the request would.
+        self.context.update_store()
+        return traced(self._trace, function, self.context, *args)
 
     def bindings(self, context, servers):
         """Nova's ``{server uuid: [group]}`` for ``servers``' documents.
@@ -123,10 +136,30 @@ def start(conf, context, uuids):
                   security_group_api.ids_per_request())
 
 
-def _ask(function, context, *args):
-    # The pool's thread logs with the request's id, as the request would.
-    context.update_store()
-    return function(context, *args)
+def trace_info():
+    """The osprofiler trace of this thread's request, or None."""
+    prof = profiler.get() if profiler is not None else None
+    if prof is None:
+        return None
+    return {'hmac_key': prof.hmac_key, 'base_id': prof.get_base_id(),
+            'parent_id': prof.get_id()}
+
+
+def traced(trace, function, *args):
+    """``function(*args)`` within ``trace`` (trace_info()), if any.
+
+    The pool's thread leaves it as it found it, untraced: osprofiler keeps
+    a thread's trace until it is cleaned, and would otherwise lend it to
+    the next request's task, or keep that request's own out.
+    """
+    if trace is None or profiler is None:
+        return function(*args)
+    profiler.clean()
+    profiler.init(**trace)
+    try:
+        return function(*args)
+    finally:
+        profiler.clean()
 
 
 def shutdown():

@@ -21,6 +21,7 @@ import threading
 
 import fixtures
 from oslo_context import context as oslo_context
+from osprofiler import profiler
 
 from nova_ext.instance_list.render import security_groups
 from nova_ext.seams.internals import security_group_api
@@ -34,6 +35,8 @@ class TestLookup(base.TestCase):
         self.addCleanup(security_groups.shutdown)
         self.asked = []
         self.groups_asked = []
+        #: The osprofiler trace each request to Neutron was made in.
+        self.traces = []
         self.fail_for = set()
         self.barrier = None
         self.gate = None
@@ -53,6 +56,7 @@ class TestLookup(base.TestCase):
             self.barrier.wait(5)
         if self.gate is not None:
             self.gate.wait(5)
+        self.traces.append(_trace())
         current = oslo_context.get_current()
         self.asked.append((threading.get_ident(), list(uuids),
                            current and current.request_id))
@@ -62,6 +66,7 @@ class TestLookup(base.TestCase):
                 for uuid in uuids]
 
     def _groups(self, context, ports):
+        self.traces.append(_trace())
         self.groups_asked.append([port['device_id'] for port in ports])
         return {port['device_id']: [{'name': 'sg'}] for port in ports}
 
@@ -144,3 +149,28 @@ class TestLookup(base.TestCase):
         self.assertIsNone(self._start(['a', 'b', 'c'], at_once=1))
         self.assertIsNone(self._start([]))
         self.assertEqual([], self.asked)
+
+    def test_a_traced_request_s_trace_goes_with_its_requests(self):
+        # As osprofiler's WSGI middleware starts the trace of a request
+        # that asks for one.
+        profiler.init('secret', base_id='trace-1', parent_id='span-1')
+        self.addCleanup(profiler.clean)
+        span = profiler.get().get_id()
+        uuids = ['a', 'b', 'c', 'd', 'e']
+        lookup = self._start(uuids)
+        lookup.bindings(self.context, self._docs(uuids))
+        # Three chunks of ports, then the groups: each a child of the
+        # request's span, signed with its key.
+        self.assertEqual([('trace-1', span, 'secret')] * 4, self.traces)
+        # The pool's threads are left untraced: an untraced page's
+        # requests are not counted in the last one's trace.
+        profiler.clean()
+        self.traces.clear()
+        lookup = self._start(uuids)
+        lookup.bindings(self.context, self._docs(uuids))
+        self.assertEqual([None] * 4, self.traces)
+
+
+def _trace():
+    prof = profiler.get()
+    return prof and (prof.get_base_id(), prof.get_id(), prof.hmac_key)
