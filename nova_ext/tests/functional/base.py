@@ -19,6 +19,7 @@ database. nova_ext is attached through configuration (see fixtures.py).
 
 import time
 
+from nova.tests.functional.api import client as api_client
 from nova.tests.functional import integrated_helpers
 
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -44,11 +45,10 @@ class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
             self, self.NOVA_EXT_SEAMS, self.NOVA_EXT_OPTIONS))
         super()._setup_services()
 
-    #: How often Nova's helpers poll a server for the state they wait for.
-    #: Nova's helper sleeps 0.5 s between polls, where a server of this
-    #: harness gets there within about 0.1 s: the wait below polls more
-    #: often and gives up after the same time.
-    POLL_INTERVAL = 0.05
+    # Nova's helpers below sleep 0.5 s between their polls, where a server
+    # of this harness mostly gets there within 0.1 s. These poll after
+    # 0.05 s, then twice as long each time up to 0.2 s, and give up once
+    # they have slept as long as Nova's would have.
 
     def _wait_for_server_parameter(self, server, expected_params,
                                    max_retries=10, api=None,
@@ -58,18 +58,35 @@ class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
         # ERROR waits for the fault too, as in Nova's helper.
         wait_for_fault = (wait_for_fault_key and
                           expected_params.get('status') == 'ERROR')
-        deadline = time.monotonic() + max_retries * 0.5
+        pauses = _pauses((max_retries - 1) * 0.5)
         while True:
             server = api.get_server(server['id'])
             if (all(server[attr] == expected_params[attr]
                     for attr in expected_params) and
                     (not wait_for_fault or 'fault' in server)):
                 return server
-            if time.monotonic() >= deadline:
+            pause = next(pauses, None)
+            if pause is None:
                 self.fail('Wait for state change failed, '
                           'expected_params=%s, server=%s, wait_for_fault=%s'
                           % (expected_params, server, wait_for_fault))
-            time.sleep(self.POLL_INTERVAL)
+            time.sleep(pause)
+
+    def _wait_until_deleted(self, server):
+        initially_in_error = server.get('status') == 'ERROR'
+        pauses = _pauses(40 * 0.5)
+        try:
+            while True:
+                server = self.api.get_server(server['id'])
+                if not initially_in_error and server['status'] == 'ERROR':
+                    self.fail('Server went to error state instead of '
+                              'disappearing.')
+                pause = next(pauses, None)
+                if pause is None:
+                    self.fail('Server failed to delete.')
+                time.sleep(pause)
+        except api_client.OpenStackApiNotFoundException:
+            return
 
     def _setup_compute_service(self):
         first = None
@@ -79,3 +96,13 @@ class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
                     'compute%d-%d' % (cell, n), cell_name='cell%d' % cell)
                 first = first or compute
         return first
+
+
+def _pauses(total):
+    """Pauses of 0.05 s, doubling up to 0.2 s, that add up to ``total``."""
+    pause = 0.05
+    while total > 0:
+        pause = min(pause, total)
+        yield pause
+        total -= pause
+        pause = min(pause * 2, 0.2)

@@ -90,11 +90,9 @@ class Stream(object):
         self.servers.append(created)
         return created
 
-    def create(self, server=None, wait=False):
+    def create(self, server=None):
         n = len(self.servers)
-        created = self._boot('s-%d' % n, host='compute%d-1' % (n % 2 + 1))
-        if wait:
-            self.test._wait_for_state_change(created, 'ACTIVE')
+        self._boot('s-%d' % n, host='compute%d-1' % (n % 2 + 1))
 
     def no_valid_host(self, server):
         self._boot('huge-%d' % len(self.servers), flavor_id=self.test.huge)
@@ -307,8 +305,12 @@ class _ChangeStream(object):
 
     def _stream(self, rng):
         stream = Stream(self, rng)
+        # Built side by side, as a cloud builds them; the stream starts
+        # once all are ACTIVE, which may take a while on a busy machine.
         for _ in range(self.SERVERS):
-            stream.create(wait=True)
+            stream.create()
+        for server in list(stream.servers):
+            self._wait_for_state_change(server, 'ACTIVE', max_retries=60)
         names = [name for name, weight in ACTIONS for _ in range(weight)]
         queries = self.queries()
         for step in range(self.STEPS):
