@@ -484,9 +484,10 @@ class _Parity(_HarnessIndex):
     # rendering, only the query.
     test_every_microversion = None
     # Nor the callers or paths: a project's query only adds its project,
-    # and GET /servers runs the query of GET /servers/detail. Every filter
-    # is still compared, for the admin and for a project.
-    FILTER_CALLERS = ('admin_api', 'api')
+    # as the admin's without all_tenants does, and GET /servers runs the
+    # query of GET /servers/detail. Every filter is still compared, for the
+    # admin, with all_tenants and without.
+    FILTER_CALLERS = ('admin_api',)
     FILTER_PATHS = ('servers/detail',)
     # The backend orders by type: a key of each, with NULLs and without.
     # SQLite compares every key.

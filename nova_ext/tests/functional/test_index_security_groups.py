@@ -23,6 +23,7 @@ import threading
 
 import fixtures
 from neutronclient.common import exceptions as neutron_exc
+from osprofiler import profiler
 
 from nova_ext.instance_list.render import security_groups
 from nova_ext.seams import api as api_entry_point
@@ -66,11 +67,15 @@ class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
                  if port['device_id'] == self.servers['active1']['id']]
         ports[0]['security_groups'].append(SECOND_GROUP['id'])
         self.asked = []
+        #: The osprofiler trace each request for ports was made in.
+        self.traces = []
         list_ports = self.neutron.list_ports
 
         def recorded(*args, **kwargs):
             self.asked.append((threading.get_ident(),
                                tuple(kwargs.get('device_id') or ())))
+            prof = profiler.get()
+            self.traces.append(prof and (prof.get_base_id(), prof.get_id()))
             return list_ports(*args, **kwargs)
         self.useFixture(fixtures.MockPatchObject(
             self.neutron, 'list_ports', recorded))
@@ -148,3 +153,29 @@ class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
         self.assertEqual(want.status_code, got.status_code)
         self.assertEqual(want.json(), got.json())
         self.assertNotEqual(200, got.status_code)
+
+    def test_a_traced_request_s_trace_goes_to_neutron(self):
+        # As osprofiler's WSGI middleware starts the trace of a request
+        # that asks for one (the harness's API runs in the test's thread).
+        profiler.init('secret', base_id='trace-1', parent_id='span-1')
+        self.addCleanup(profiler.clean)
+        span = profiler.get().get_id()
+        uri = 'servers/detail?all_tenants=1'
+        self.asked.clear()
+        self.traces.clear()
+        got = self.assertSameAnswer(self.admin_api, uri)
+        # nova_ext's requests, from the pool's threads, then Nova's, from
+        # the request's: all within the request's trace.
+        mine = {thread for thread, _ in self.asked}
+        self.assertGreater(len(mine), 1)
+        self.assertEqual(len(got.json()['servers']) * 2, len(self.traces))
+        self.assertEqual({('trace-1', span)}, set(self.traces))
+        # The pool's threads are left untraced: an untraced request's
+        # requests are not counted in the last one's trace.
+        profiler.clean()
+        self.asked.clear()
+        self.traces.clear()
+        self._get(self.admin_api, uri)
+        self.assertNotIn(threading.get_ident(),
+                         {thread for thread, _ in self.asked})
+        self.assertEqual({None}, set(self.traces))

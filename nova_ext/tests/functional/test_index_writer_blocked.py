@@ -49,9 +49,9 @@ class TestChangeStreamWriterBlocked(changes._ChangeStream,
         nova_ext_index=dict(capture_tests.CAPTURE, max_lag=5),
         nova_ext_instance_list=dict(
             parity.FAST_OPTIONS['nova_ext_instance_list'], retry_interval=1))
-    STEPS = 90
-    LOCKED = range(20, 35)
-    READ_ONLY = range(35, 50)
+    STEPS = 75
+    LOCKED = range(15, 27)
+    READ_ONLY = range(27, 40)
     #: Steps after the block by which the index serves again.
     GRACE = 20
 
