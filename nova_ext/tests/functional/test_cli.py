@@ -195,8 +195,13 @@ class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
                 migrations = instance-compute-id, migration-dest-compute-id,
                              compute-node-service-id
             """).format(dir=cls.dir))
-        map_cells(cls.conf)
-        _copy_tree(cls.dir, cls.pristine)
+        try:
+            map_cells(cls.conf)
+            _copy_tree(cls.dir, cls.pristine)
+        except Exception:
+            # tearDownClass does not run when setUpClass fails.
+            cls.tearDownClass()
+            raise
 
     @classmethod
     def tearDownClass(cls):
