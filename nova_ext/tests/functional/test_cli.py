@@ -153,15 +153,6 @@ class TestManageCommand(oslotest_base.BaseTestCase):
         self.assertTrue(os.path.exists(self.index))
 
 
-def _copy_tree(source, target):
-    for name in os.listdir(source):
-        path = os.path.join(source, name)
-        if os.path.isdir(path):
-            shutil.copytree(path, os.path.join(target, name))
-        else:
-            shutil.copy2(path, target)
-
-
 class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
     """A nova.conf of a real cloud: no RPC options, cells mapped.
 
@@ -197,7 +188,7 @@ class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
             """).format(dir=cls.dir))
         try:
             map_cells(cls.conf)
-            _copy_tree(cls.dir, cls.pristine)
+            shutil.copytree(cls.dir, cls.pristine, dirs_exist_ok=True)
         except Exception:
             # tearDownClass does not run when setUpClass fails.
             cls.tearDownClass()
@@ -211,13 +202,8 @@ class TestCommandsWithCellsMapped(oslotest_base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        for name in os.listdir(self.dir):
-            path = os.path.join(self.dir, name)
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            else:
-                os.remove(path)
-        _copy_tree(self.pristine, self.dir)
+        shutil.rmtree(self.dir)
+        shutil.copytree(self.pristine, self.dir)
 
     def run_command(self, prog, *argv):
         done = subprocess.run(
