@@ -103,6 +103,60 @@ Neutron that does not answer holds them, and the detailed pages behind
 them wait, as long as it holds Nova's own requests ([neutron]timeout). 1
 asks as Nova does. Read when nova-api starts.
 """),
+    cfg.StrOpt(
+        'neutron_feed_url',
+        secret=True,
+        help="""
+The oslo.messaging transport URL (``rabbit://``) of the RabbitMQ that
+Neutron sends its notifications to (Neutron's
+``[oslo_messaging_notifications]transport_url``, or its
+``[DEFAULT]transport_url``). Unset (the default), Neutron is asked for
+the security groups of every ``GET /servers/detail`` page, as Nova asks.
+
+Set, with ``fast_render``, each nova-api process reads Neutron's
+notifications on a queue of its own and keeps the security groups Neutron
+gave for a page (per caller's token and page of servers). A later request
+for the same page reuses them when Neutron's feed proves that nothing that
+can alter them changed since they were asked for: the request sends a
+marker through the feed and waits until it is read back, so every
+notification Neutron had sent before is counted first (Neutron sends them
+with publisher confirms before it answers the change). A port, security
+group, security group rule, RBAC policy or network notification, or a lost
+connection to RabbitMQ, and the next request asks Neutron again. Neutron
+must send notifications (``[oslo_messaging_notifications]driver =
+messagingv2``); until it has sent its first, its exchange does not exist
+and the pages ask Neutron. Read when nova-api starts.
+"""),
+    cfg.StrOpt(
+        'neutron_feed_exchange',
+        default='neutron',
+        help="""
+The exchange of Neutron's notifications (Neutron's ``control_exchange``).
+"""),
+    cfg.ListOpt(
+        'neutron_feed_topics',
+        default=['notifications'],
+        help="""
+The topics of Neutron's notifications (Neutron's
+``[oslo_messaging_notifications]topics``).
+"""),
+    cfg.FloatOpt(
+        'neutron_feed_wait',
+        default=1.0,
+        min=0.01,
+        help="""
+Seconds a detailed page waits for its marker to come back through
+Neutron's feed before it asks Neutron instead.
+"""),
+    cfg.IntOpt(
+        'neutron_answers_kept',
+        default=64,
+        min=1,
+        help="""
+With ``neutron_feed_url``, how many pages' security groups each nova-api
+process keeps, least recently used dropped first. Read when nova-api
+starts.
+"""),
     cfg.BoolOpt(
         'reuse_services',
         default=True,

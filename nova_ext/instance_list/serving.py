@@ -114,8 +114,12 @@ class Stats(object):
 
     #: ``rendered`` counts the served requests that nova_ext also rendered
     #: (``fast_render``), ``handed`` those it left to Nova's view code.
+    #: With Neutron's feed read (``neutron_feed_url``), ``groups_kept``
+    #: counts the detailed pages whose security groups were an answer
+    #: Neutron gave before, proven unchanged, ``groups_asked`` those for
+    #: which Neutron was asked.
     FIELDS = ('served', 'unservable', 'unavailable', 'failed', 'latched',
-              'slow', 'rendered', 'handed')
+              'slow', 'rendered', 'handed', 'groups_kept', 'groups_asked')
 
     #: Kinds of reasons counted apiece; those that come after share one
     #: count, so that a driver's error messages cannot grow the counters.

@@ -116,6 +116,10 @@ def _body(conf, selector, listing):
         lookup = security_groups.start(
             conf, listing.request.environ['nova.context'],
             [record['uuid'] for record in fastpath.distinct(records)])
+        if lookup is not None and lookup.kept:
+            selector.stats.add('groups_kept')
+        elif conf.nova_ext_instance_list.neutron_feed_url:
+            selector.stats.add('groups_asked')
     with view.groups_from(lookup):
         if cache is not None:
             return fastpath.render_cached(driver, listing, records, cache)

@@ -19,19 +19,27 @@ soon as the page's servers are listed: the chunks of ports at once, one
 per task on a pool of ``[nova_ext_instance_list]neutron_requests_at_once``
 threads in each nova-api process, then, once the last chunk is in, the
 request for their groups; the page is rendered meanwhile, and the view
-takes the answer where Nova's asks for it (``view.ViewBuilder``). Nothing
-is kept past the page: Neutron is asked for every page, with the caller's
-token, as Nova asks it. Each request of the pool carries the page
-request's context (its request id in the logs) and, where osprofiler traces
-it, its trace: Neutron's part of a traced request stays in its trace.
+takes the answer where Nova's asks for it (``view.ViewBuilder``). Each
+request of the pool carries the page request's context (its request id in
+the logs) and, where osprofiler traces it, its trace: Neutron's part of a
+traced request stays in its trace.
+
+Neutron is asked for every page, with the caller's token, as Nova asks it,
+unless its notifications are read (``neutron_feed_url``,
+neutron_feed.py): then the answer to a page is kept, per token and page of
+servers, and given again for as long as the feed proves that Neutron made
+no change since it was asked for.
 """
 
+import collections
 from concurrent import futures
+import functools
 import threading
 
 import futurist
 from oslo_utils import importutils
 
+from nova_ext.instance_list.render import neutron_feed
 from nova_ext.seams.internals import security_group_api
 
 # Nova's profiling is optional (nova[osprofiler]): traces are carried where
@@ -57,12 +65,24 @@ class Lookup(object):
     :ivar uuids: the page's servers, in the page's order.
     """
 
-    def __init__(self, pool, context, uuids, per):
+    #: Whether the answer is one Neutron gave an earlier page (True), one
+    #: asked for now while Neutron's feed is read (False), or asked for
+    #: with no feed (None).
+    kept = None
+
+    def __init__(self, pool, context, uuids, per, keep=None):
+        """Send the requests for ports, ``per`` servers each, to ``pool``.
+
+        :param keep: called with Neutron's answer once it is in, if it is.
+        """
         self.context = context
         self._trace = trace_info()
         self.uuids = list(uuids)
         self._lock = threading.Lock()
         self._groups = futures.Future()
+        self._keep = keep
+        if keep is not None:
+            self.kept = False
         chunks = [self.uuids[n:n + per]
                   for n in range(0, len(self.uuids), per)]
         #: Each chunk's ports, or the error its request raised.
@@ -98,6 +118,8 @@ class Lookup(object):
         except Exception as e:
             self._groups.set_exception(e)
         else:
+            if self._keep is not None:
+                self._keep(groups)
             self._groups.set_result(groups)
 
     def _ask(self, function, *args):
@@ -114,26 +136,124 @@ class Lookup(object):
         :raises: what Nova's lookup raises, from the first request that
             failed.
         """
-        if (context is not self.context or
-                [server['id'] for server in servers] != self.uuids):
+        if not self.answers(context, servers):
             return security_group_api.bindings(context, servers)
         return self._groups.result()
+
+    def answers(self, context, servers):
+        """Whether this lookup is for ``servers``' page, asked by context."""
+        return (context is self.context and
+                [server['id'] for server in servers] == self.uuids)
+
+
+class Kept(Lookup):
+    """Neutron's answer to an earlier request for the same page."""
+
+    kept = True
+
+    def __init__(self, context, uuids, groups):
+        self.context = context
+        self.uuids = list(uuids)
+        self._groups = groups
+
+    def bindings(self, context, servers):
+        if not self.answers(context, servers):
+            return security_group_api.bindings(context, servers)
+        # Each page's documents get lists of their own.
+        return {uuid: [dict(group) for group in found]
+                for uuid, found in self._groups.items()}
+
+
+class Asked(Lookup):
+    """Neutron asked by the view, as Nova asks, its answer then kept."""
+
+    kept = False
+
+    def __init__(self, context, uuids, keep):
+        self.context = context
+        self.uuids = list(uuids)
+        self._keep = keep
+
+    def bindings(self, context, servers):
+        groups = security_group_api.bindings(context, servers)
+        if self.answers(context, servers):
+            self._keep(groups)
+        return groups
+
+
+class Answers(object):
+    """Neutron's answers for pages, each with the feed's epoch it holds at.
+
+    A bounded, thread-safe LRU map: an answer is given only for the epoch
+    it was asked at.
+    """
+
+    def __init__(self, size):
+        self.size = size
+        self._answers = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, epoch):
+        with self._lock:
+            found = self._answers.get(key)
+            if found is None or found[0] != epoch:
+                return None
+            self._answers.move_to_end(key)
+            return found[1]
+
+    def put(self, key, epoch, groups):
+        with self._lock:
+            self._answers[key] = (epoch, groups)
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+
+
+_ANSWERS = {}
+
+
+def _answers(size):
+    with _LOCK:
+        if size not in _ANSWERS:
+            _ANSWERS.clear()
+            _ANSWERS[size] = Answers(size)
+        return _ANSWERS[size]
 
 
 def start(conf, context, uuids):
     """Start asking Neutron for the groups of the servers ``uuids``.
 
+    With Neutron's feed read, an answer kept for the same token and page
+    while the feed shows no change is given again (:class:`Kept`).
+
     :param context: the context Nova's view asks with (the request's).
     :returns: a :class:`Lookup`, or None when ``neutron_requests_at_once``
-        is 1 or the page is empty: the view then asks as Nova's does, when
-        it adds the groups.
+        is 1 with no feed, or the page is empty: the view then asks as
+        Nova's does, when it adds the groups.
     :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
     """
-    size = conf.nova_ext_instance_list.neutron_requests_at_once
-    if size <= 1 or not uuids:
+    group = conf.nova_ext_instance_list
+    if not uuids:
         return None
+    keep = None
+    feed = neutron_feed.feed(conf)
+    # The token is the caller's view of Neutron: what its policy shows.
+    if feed is not None and context.auth_token:
+        # Confirmed before Neutron is asked: a change after this point
+        # makes a later epoch, under which this answer is not given.
+        epoch = feed.confirm(group.neutron_feed_wait)
+        if epoch is not None:
+            answers = _answers(group.neutron_answers_kept)
+            key = (context.auth_token, tuple(uuids))
+            groups = answers.get(key, epoch)
+            if groups is not None:
+                return Kept(context, uuids, groups)
+            keep = functools.partial(answers.put, key, epoch)
+    size = group.neutron_requests_at_once
+    if size <= 1:
+        return Asked(context, uuids, keep) if keep is not None else None
     return Lookup(_pool(size), context, uuids,
-                  security_group_api.ids_per_request())
+                  security_group_api.ids_per_request(), keep=keep)
 
 
 def trace_info():
@@ -167,5 +287,6 @@ def shutdown():
     with _LOCK:
         pools = list(_POOL.values())
         _POOL.clear()
+        _ANSWERS.clear()
     for pool in pools:
         pool.shutdown(wait=True)

@@ -23,6 +23,9 @@ import subprocess
 import tempfile
 import uuid
 
+from oslo_config import cfg
+import oslo_messaging
+
 from nova_ext.tests.functional import sqlserver
 
 
@@ -138,5 +141,24 @@ class SharedBroker(object):
 
     def setUp(self):
         super().setUp()
-        vhost, self.url = self.broker.vhost()
-        self.addCleanup(self.broker.delete_vhost, vhost)
+        self.vhost, self.url = self.broker.vhost()
+        self.addCleanup(self.broker.delete_vhost, self.vhost)
+
+
+def notifier(test, url, exchange, publisher_id, topic):
+    """A messagingv2 notifier on ``url``, publishing as a service does.
+
+    To ``exchange`` (the service's ``control_exchange``) on ``topic``. Its
+    transport is cleaned up with ``test``.
+    """
+    conf = cfg.ConfigOpts()
+    conf([])
+    # The first transport registers the options; the exchange must be set
+    # before the one that sends is made.
+    oslo_messaging.get_notification_transport(conf, url=url).cleanup()
+    conf.set_override('control_exchange', exchange)
+    transport = oslo_messaging.get_notification_transport(conf, url=url)
+    test.addCleanup(transport.cleanup)
+    return oslo_messaging.Notifier(
+        transport, publisher_id=publisher_id, driver='messagingv2',
+        topics=[topic])

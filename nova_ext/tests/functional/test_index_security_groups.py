@@ -23,12 +23,19 @@ import threading
 
 import fixtures
 from neutronclient.common import exceptions as neutron_exc
+from nova.api import auth
 from osprofiler import profiler
 
+from nova_ext import conf as ext_conf
+from nova_ext.instance_list.render import neutron_feed
 from nova_ext.instance_list.render import security_groups
 from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import population
+from nova_ext.tests.functional import rabbit
 from nova_ext.tests.functional import test_index_parity
+from nova_ext.tests.functional import test_neutron_feed
+
+CONF = ext_conf.CONF
 
 SECOND_GROUP = {
     'id': 'aaaaaaaa-5e5e-4e4e-8d8d-0123456789ab',
@@ -40,7 +47,8 @@ SECOND_GROUP = {
 }
 
 
-class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
+class _SecurityGroupsBase(test_index_parity.IndexTestCase):
+    """The population, three servers with ports, Neutron's asks recorded."""
 
     NOVA_EXT_OPTIONS = {'nova_ext_instance_list': dict(
         test_index_parity.CACHED_OPTIONS['nova_ext_instance_list'],
@@ -62,7 +70,8 @@ class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
                                 flavor_id='1')
         self.sync_index()
         # One server's port in a second group, which shows after the first.
-        self.neutron._security_groups[SECOND_GROUP['id']] = SECOND_GROUP
+        self.neutron._security_groups[SECOND_GROUP['id']] = dict(
+            SECOND_GROUP)
         ports = [port for port in self.neutron._ports.values()
                  if port['device_id'] == self.servers['active1']['id']]
         ports[0]['security_groups'].append(SECOND_GROUP['id'])
@@ -107,6 +116,9 @@ class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
         groups = {s['id']: [g['name'] for g in s.get('security_groups', ())]
                   for s in got.json()['servers']}
         return groups, asks
+
+
+class TestSecurityGroupsAtOnce(_SecurityGroupsBase):
 
     def test_same_groups_as_nova_asked_at_once(self):
         uri = 'servers/detail?all_tenants=1'
@@ -179,3 +191,130 @@ class TestSecurityGroupsAtOnce(test_index_parity.IndexTestCase):
         self.assertNotIn(threading.get_ident(),
                          {thread for thread, _ in self.asked})
         self.assertEqual({None}, set(self.traces))
+
+
+class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
+    """Neutron's answers kept while its feed, on a real RabbitMQ, says so.
+
+    The Neutron here is Nova's fixture; what a change of it would send,
+    Neutron's API sends through oslo.messaging before it answers, and so
+    the test sends it right after the change, as Neutron would.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # The harness's context leaves out the caller's token, which
+        # nova-api's (RequestContext.from_environ) takes from the request.
+        harness_context = auth.NovaKeystoneContext._create_context
+
+        def with_token(env, **kwargs):
+            context = harness_context(env, **kwargs)
+            context.auth_token = env.get('HTTP_X_AUTH_TOKEN')
+            return context
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.api.auth.NovaKeystoneContext._create_context', with_token))
+        self.flags(neutron_feed_url=self.url, group='nova_ext_instance_list')
+        self.addCleanup(neutron_feed.stop_all)
+        self.notifier = test_neutron_feed.neutron_notifier(self, self.url)
+        # Neutron's exchange exists once it has notified.
+        self.notifier.info({}, 'port.create.end', {})
+        self.assertTrue(neutron_feed.feed(CONF).wait_ready(60))
+
+    def _get(self, api, uri):
+        # As keystonemiddleware gives the context the caller's token; the
+        # harness's clients send none.
+        headers = {}
+        if self.tokens:
+            headers['X-Auth-Token'] = 'token-of-%s' % api.auth_user
+        return api.api_request(uri, check_response_status=[],
+                               headers=headers)
+
+    tokens = True
+
+    def _counts(self):
+        counts = self.selector.stats.snapshot()
+        return counts['groups_kept'], counts['groups_asked']
+
+    def _list(self, api, uri, kept):
+        """nova_ext's answer, Nova's; whether nova_ext asked Neutron."""
+        before = self._counts()
+        self.asked.clear()
+        got = self.assertSameAnswer(api, uri)
+        # assertSameAnswer asked Nova's path too, which asks every time.
+        after = self._counts()
+        self.assertEqual((before[0] + kept, before[1] + (not kept)), after)
+        return got
+
+    def test_kept_until_neutron_notifies_a_change(self):
+        uri = 'servers/detail?all_tenants=1'
+        self._list(self.admin_api, uri, kept=False)
+        self._list(self.admin_api, uri, kept=True)
+        nova_asks = len(self.asked)
+        got = self._list(self.admin_api, uri, kept=True)
+        # Kept: only Nova's path asked Neutron for ports.
+        self.assertEqual(nova_asks, len(self.asked))
+        # Another caller's token is another view of Neutron: asked.
+        self._list(self.api, 'servers/detail', kept=False)
+        # Another page of servers: asked.
+        self._list(self.admin_api, uri + '&limit=4', kept=False)
+        # A change Neutron notified: asked again, and it shows.
+        port = next(p for p in self.neutron._ports.values()
+                    if p['device_id'] == self.servers['locked2']['id'])
+        server = port['device_id']
+        self.assertEqual(['default'], _names(got, server))
+        port['security_groups'].append(SECOND_GROUP['id'])
+        self.notifier.info({}, 'port.update.end', {'port': port})
+        got = self._list(self.admin_api, uri, kept=False)
+        self.assertEqual(['default', 'web'], _names(got, server))
+        self._list(self.admin_api, uri, kept=True)
+        # A group renamed.
+        self.neutron._security_groups[SECOND_GROUP['id']]['name'] = 'www'
+        self.notifier.info({}, 'security_group.update.end', {})
+        got = self._list(self.admin_api, uri, kept=False)
+        self.assertEqual(['default', 'www'], _names(got, server))
+        # What cannot change a page's groups keeps the answer.
+        self.notifier.info({}, 'floatingip.update.end', {})
+        self._list(self.admin_api, uri, kept=True)
+        # No token, no caller's view to keep it for.
+        self.tokens = False
+        self._list(self.admin_api, uri, kept=False)
+        self._list(self.admin_api, uri, kept=False)
+
+    def test_kept_when_the_view_asks_as_nova(self):
+        self.flags(neutron_requests_at_once=1,
+                   group='nova_ext_instance_list')
+        uri = 'servers/detail?all_tenants=1'
+        self._list(self.admin_api, uri, kept=False)
+        got = self._list(self.admin_api, uri, kept=True)
+        server = self.servers['active1']['id']
+        self.assertEqual(['default', 'web'], _names(got, server))
+        port = next(p for p in self.neutron._ports.values()
+                    if p['device_id'] == server)
+        self.neutron._ports.pop(port['id'])
+        self.notifier.info({}, 'port.delete.end', {'port_id': port['id']})
+        got = self._list(self.admin_api, uri, kept=False)
+        self.assertNotIn('web', _names(got, server))
+
+    def test_no_proof_no_reuse(self):
+        uri = 'servers/detail?all_tenants=1'
+        self._list(self.admin_api, uri, kept=False)
+        self._list(self.admin_api, uri, kept=True)
+        # The feed gone (RabbitMQ closed its connections, and refuses it
+        # meanwhile): Neutron is asked.
+        self.broker._ctl('clear_permissions', '-p', self.vhost, 'guest')
+        self.broker._ctl('close_all_connections', '-p', self.vhost,
+                         'test: feed lost')
+        test_neutron_feed.wait_lost(self, neutron_feed.feed(CONF))
+        self._list(self.admin_api, uri, kept=False)
+        self._list(self.admin_api, uri, kept=False)
+        # Back: what Neutron said before the loss is not given again.
+        self.broker._ctl('set_permissions', '-p', self.vhost, 'guest',
+                         '.*', '.*', '.*')
+        self.assertTrue(neutron_feed.feed(CONF).wait_ready(60))
+        self._list(self.admin_api, uri, kept=False)
+        self._list(self.admin_api, uri, kept=True)
+
+
+def _names(answer, uuid):
+    server = next(s for s in answer.json()['servers'] if s['id'] == uuid)
+    return [group['name'] for group in server.get('security_groups', ())]

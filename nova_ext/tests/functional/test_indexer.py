@@ -26,8 +26,6 @@ import time
 import uuid
 
 import fixtures
-from oslo_config import cfg
-import oslo_messaging
 from oslotest import base
 import sqlalchemy as sa
 
@@ -54,17 +52,8 @@ def nova_notifier(test, url):
 
     Its transport is cleaned up with ``test``.
     """
-    conf = cfg.ConfigOpts()
-    conf([])
-    # The first transport registers the options; the exchange must be set
-    # before the one that sends is made.
-    oslo_messaging.get_notification_transport(conf, url=url).cleanup()
-    conf.set_override('control_exchange', 'nova')
-    transport = oslo_messaging.get_notification_transport(conf, url=url)
-    test.addCleanup(transport.cleanup)
-    return oslo_messaging.Notifier(
-        transport, publisher_id='nova-compute:test',
-        driver='messagingv2', topics=['versioned_notifications'])
+    return rabbit.notifier(test, url, 'nova', 'nova-compute:test',
+                           'versioned_notifications')
 
 
 class TestIndexer(rabbit.SharedBroker, base.BaseTestCase):

@@ -61,9 +61,10 @@ class NovaExt(object):
         index = {'connection': self.nova.index_url, 'capture': 'true'}
         for conf in self.nova.confs():
             services.write_ini(conf, {
-                'nova_ext_instance_list': {'driver': 'index',
-                                           'fast_render': 'true',
-                                           'render_cache_size': '5000'},
+                'nova_ext_instance_list': {
+                    'driver': 'index', 'fast_render': 'true',
+                    'render_cache_size': '5000',
+                    'neutron_feed_url': self.lay.rabbit_url('neutron')},
                 'nova_ext_index': index,
                 'nova_ext_notifications': {'consumers': 'index'},
                 'notifications': {

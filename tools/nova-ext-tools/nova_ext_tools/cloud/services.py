@@ -281,6 +281,8 @@ class Neutron(_API):
                 'dhcp_agent_notification': 'false',
             },
             'database': {'connection': self.lay.db_url('neutron')},
+            # Its changes' notifications: nova_ext's nova-api reads them.
+            'oslo_messaging_notifications': {'driver': 'messagingv2'},
             'keystone_authtoken': authtoken(self.lay, 'neutron'),
             'nova': service_auth(self.lay, 'nova'),
             'oslo_concurrency': {'lock_path': self.lay.path('neutron',

@@ -174,3 +174,40 @@ class TestLookup(base.TestCase):
 def _trace():
     prof = profiler.get()
     return prof and (prof.get_base_id(), prof.get_id(), prof.hmac_key)
+
+
+class TestAnswers(base.TestCase):
+
+    def test_given_only_at_the_epoch_asked_at(self):
+        answers = security_groups.Answers(2)
+        answers.put('page', 3, {'s1': [{'name': 'default'}]})
+        self.assertEqual({'s1': [{'name': 'default'}]},
+                         answers.get('page', 3))
+        self.assertIsNone(answers.get('page', 4))
+        self.assertIsNone(answers.get('other', 3))
+        # Asked again at a later epoch: that answer, at that epoch only.
+        answers.put('page', 4, {})
+        self.assertIsNone(answers.get('page', 3))
+        self.assertEqual({}, answers.get('page', 4))
+
+    def test_least_recently_used_dropped_first(self):
+        answers = security_groups.Answers(2)
+        answers.put('a', 1, {'a': []})
+        answers.put('b', 1, {'b': []})
+        answers.get('a', 1)
+        answers.put('c', 1, {'c': []})
+        self.assertIsNotNone(answers.get('a', 1))
+        self.assertIsNone(answers.get('b', 1))
+        self.assertIsNotNone(answers.get('c', 1))
+
+    def test_a_kept_answer_gives_each_page_lists_of_its_own(self):
+        context = oslo_context.RequestContext(auth_token='t')
+        groups = {'s1': [{'name': 'default'}]}
+        kept = security_groups.Kept(context, ['s1', 's2'], groups)
+        servers = [{'id': 's1'}, {'id': 's2'}]
+        got = kept.bindings(context, servers)
+        self.assertEqual(groups, got)
+        got['s1'][0]['name'] = 'changed by a page'
+        self.assertEqual({'s1': [{'name': 'default'}]},
+                         kept.bindings(context, servers))
+        self.assertTrue(kept.kept)

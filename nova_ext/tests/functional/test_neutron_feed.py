@@ -1,0 +1,147 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Neutron's feed on a real RabbitMQ, notified as Neutron notifies.
+
+The notifications are sent by oslo.messaging's Notifier as Neutron's API
+sends them (exchange ``neutron``, topic ``notifications``, messagingv2,
+publisher confirms): each ``info`` returns once RabbitMQ has the message,
+as Neutron's answer to a change waits for it.
+"""
+
+import time
+
+import kombu
+from oslotest import base
+
+from nova_ext.instance_list.render import neutron_feed
+from nova_ext.tests.functional import rabbit
+
+WAIT = 10
+
+
+def neutron_notifier(test, url):
+    """A notifier that publishes as Neutron's API does.
+
+    Its transport is cleaned up with ``test``.
+    """
+    return rabbit.notifier(test, url, 'neutron', 'network.test',
+                           'notifications')
+
+
+def wait_lost(test, feed):
+    """Wait until ``feed`` knows it lost its connection (closed by RabbitMQ).
+
+    RabbitMQ closes connections after ``rabbitmqctl close_all_connections``
+    returns.
+    """
+    for _ in range(300):
+        if not feed.ready:
+            return
+        time.sleep(0.1)
+    test.fail('the feed did not see its connection closed')
+
+
+class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.notifier = neutron_notifier(self, self.url)
+
+    def _feed(self):
+        feed = neutron_feed.Feed(self.url)
+        self.addCleanup(feed.stop)
+        return feed
+
+    def _ready_feed(self):
+        # Neutron's exchange exists once Neutron has notified.
+        self.notifier.info({}, 'port.create.end', {'port': {}})
+        feed = self._feed()
+        self.assertTrue(feed.wait_ready(60))
+        return feed
+
+    def test_no_proof_before_neutron_notifies(self):
+        feed = self._feed()
+        self.assertFalse(feed.wait_ready(2))
+        self.assertIsNone(feed.confirm(WAIT))
+        # Neutron's first notification declares its exchange: the feed
+        # binds to it on its next try.
+        self.notifier.info({}, 'network.create.end', {'network': {}})
+        self.assertTrue(feed.wait_ready(60))
+        self.assertIsNotNone(feed.confirm(WAIT))
+
+    def test_a_confirmed_change_is_counted_before_the_marker(self):
+        feed = self._ready_feed()
+        changes = ('port.update.end', 'port.delete.end',
+                   'security_group.update.end',
+                   'security_group_rule.create.end',
+                   'rbac_policy.create.end', 'network.delete.end')
+        # Right after the notifier returns, without waiting: the proof's
+        # order does not depend on the feed's thread being quick.
+        for n in range(60):
+            before = feed.confirm(WAIT)
+            self.assertIsNotNone(before)
+            self.assertEqual(before, feed.confirm(WAIT))
+            self.notifier.info({}, changes[n % len(changes)], {'n': n})
+            after = feed.confirm(WAIT)
+            self.assertGreater(after, before, changes[n % len(changes)])
+
+    def test_other_notifications_change_nothing(self):
+        feed = self._ready_feed()
+        before = feed.confirm(WAIT)
+        for event in ('floatingip.update.end', 'router.create.end',
+                      'subnet.update.end'):
+            self.notifier.info({}, event, {})
+        self.assertEqual(before, feed.confirm(WAIT))
+        self.notifier.info({}, 'security_group.delete.end', {})
+        self.assertEqual(before + 1, feed.confirm(WAIT))
+
+    def test_markers_reach_no_other_reader(self):
+        # Another reader of Neutron's notifications (a metering service,
+        # say) gets Neutron's messages only.
+        url = neutron_feed.kombu_url(self.url)
+        self.notifier.info({}, 'port.create.end', {})
+        with kombu.Connection(url) as conn:
+            queue = kombu.Queue('other', exchange=kombu.Exchange(
+                'neutron', type='topic', passive=True),
+                routing_key='notifications.*', auto_delete=True)
+            got = []
+            with conn.Consumer([queue], callbacks=[
+                    lambda body, message: got.append(
+                        neutron_feed.event_type(body))],
+                    accept=['json'], no_ack=True):
+                feed = self._ready_feed()
+                for _ in range(5):
+                    self.assertIsNotNone(feed.confirm(WAIT))
+                self.notifier.info({}, 'port.update.end', {})
+                while 'port.update.end' not in got:
+                    conn.drain_events(timeout=WAIT)
+        self.assertEqual(['port.create.end', 'port.update.end'], got)
+
+    def test_a_lost_connection_is_a_change(self):
+        feed = self._ready_feed()
+        before = feed.confirm(WAIT)
+        self.assertIsNotNone(before)
+        # What Neutron sends while the feed is away reaches no queue of
+        # the feed's: its return must count as a change, though nothing
+        # is known to have changed.
+        self.broker._ctl('clear_permissions', '-p', self.vhost, 'guest')
+        self.broker._ctl('close_all_connections', '-p', self.vhost,
+                         'test: lost')
+        wait_lost(self, feed)
+        self.assertIsNone(feed.confirm(WAIT))
+        self.broker._ctl('set_permissions', '-p', self.vhost, 'guest',
+                         '.*', '.*', '.*')
+        # No proof until the feed reads a queue of its own again.
+        self.assertTrue(feed.wait_ready(60))
+        after = feed.confirm(WAIT)
+        self.assertIsNotNone(after)
+        self.assertGreater(after, before)

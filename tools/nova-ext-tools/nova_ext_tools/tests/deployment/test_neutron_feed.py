@@ -1,0 +1,77 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Neutron's answers kept by nova_ext's nova-api, with the real Neutron.
+
+The cloud's Neutron notifies (messagingv2) and nova_ext's nova-api reads
+its feed (``neutron_feed_url``). A change made through Neutron's API shows
+in nova_ext's very next answer, byte for byte the stock nova-api's, and
+answers are reused while Neutron changes nothing.
+"""
+
+from nova_ext_tools.tests.deployment import base
+from nova_ext_tools.tests.deployment import stream
+from nova_ext_tools.tests.deployment import test_stream
+
+URL = '/servers/detail?all_tenants=1&limit=50'
+CHANGES = 12
+
+
+class TestNeutronFeed(base.CloudTestCase):
+
+    def test_neutron_changes_show_at_once(self):
+        admin = self.connect('admin')
+        lister = stream.Lister(admin, self.connect('admin', stock=True))
+        server = admin.compute.create_server(
+            name='feed-server', image_id=self.resources['image'],
+            flavor_id=admin.compute.find_flavor('tiny').id,
+            networks='none')
+        self.addCleanup(admin.compute.delete_server, server)
+        admin.compute.wait_for_server(server, wait=300)
+        network = admin.network
+        group = network.create_security_group(name='feed-0')
+        self.addCleanup(network.delete_security_group, group)
+        # As the benchmark's ports: the server's id as device id, no device
+        # owner, so that Neutron sends Nova no event of its own.
+        port = network.create_port(
+            network_id=next(network.networks(is_router_external=False)).id,
+            device_id=server.id, security_group_ids=[group.id])
+        self.addCleanup(network.delete_port, port)
+        counted = test_stream.counters_before(self)
+        for n in range(CHANGES):
+            if n % 2:
+                network.update_security_group(group, name='feed-%d' % n)
+            else:
+                network.update_port(port, security_group_ids=(
+                    [group.id] if n % 4 else [group.id, self._default(
+                        network, server)]))
+            want = 'feed-%d' % (n if n % 2 else n - 1 if n else 0)
+            # Right after Neutron answered the change, unchanged since.
+            for _ in range(3):
+                same, answer, before, after = lister.compare(
+                    URL, 'latest', attempts=1)
+                self.assertTrue(same, stream.first_difference(answer,
+                                                              before))
+                self.assertIn(b'"%s"' % want.encode(), answer[1])
+        now = test_stream.accounted_for(self, lister, counted)
+        kept = now.get('groups_kept', 0) - counted.get('groups_kept', 0)
+        asked = now.get('groups_asked', 0) - counted.get('groups_asked', 0)
+        self.assertEqual(lister.sent, now['rendered'] - counted['rendered'])
+        self.assertEqual(lister.sent, kept + asked)
+        # Each change is asked for at least once; the lists after it in the
+        # same worker reuse the answer.
+        self.assertGreaterEqual(asked, CHANGES)
+        self.assertGreater(kept, 0)
+
+    @staticmethod
+    def _default(network, server):
+        return next(network.security_groups(
+            name='default', project_id=server.project_id)).id
