@@ -228,7 +228,7 @@ class _ChangeStream(object):
     # this.
     TIMEOUT_SCALING_FACTOR = 3
     SERVERS = 20
-    STEPS = 45
+    STEPS = 40
     #: List requests compared after each action, drawn from every
     #: combination of caller, microversion, path and filter.
     SAMPLE = 3
@@ -435,7 +435,7 @@ class TestChangeStreamFastRender(_ChangeStream,
 
     NOVA_EXT_OPTIONS = dict(parity.FAST_OPTIONS,
                             nova_ext_index=capture_tests.CAPTURE)
-    STEPS = 40
+    STEPS = 35
 
 
 class TestChangeStreamIndex(_ChangeStream, capture_tests._CaptureBase):
@@ -444,4 +444,4 @@ class TestChangeStreamIndex(_ChangeStream, capture_tests._CaptureBase):
     NOVA_EXT_OPTIONS = dict(parity.IndexTestCase.NOVA_EXT_OPTIONS,
                             nova_ext_index=capture_tests.CAPTURE)
     FAST_RENDER = False
-    STEPS = 40
+    STEPS = 35
