@@ -36,10 +36,8 @@ from nova_ext_tools.cloud import build
 from nova_ext_tools.cloud import floor
 from nova_ext_tools.cloud import layout
 from nova_ext_tools.cloud import nova
+from nova_ext_tools.cloud import novaext
 
-#: One outcome for each list request that reaches nova_ext's selector
-#: (the others, ``rendered``, ``groups_kept``, ..., count within those).
-ATTEMPTS = ('served', 'latched', 'unservable', 'unavailable', 'failed')
 #: The queries of ``nova-ext-bench list`` measured here.
 QUERIES = ('detail admin', 'detail project', 'detail admin by name',
            'index admin')
@@ -255,7 +253,7 @@ def _served(cloud, before, handed, bench):
         time.sleep(PUBLISH_SECONDS)
         now = cloud.ext.list_counters()
         delta = {k: int(now.get(k, 0) - before.get(k, 0)) for k in now}
-        if sum(delta.get(k, 0) for k in ATTEMPTS) >= bench.sent:
+        if sum(delta.get(k, 0) for k in novaext.ATTEMPTS) >= bench.sent:
             break
     reasons = cloud.ext.handed_reasons()
     return {'sent': bench.sent, 'outcomes': delta,

@@ -150,6 +150,11 @@ def _totals(text, name, key):
     return totals
 
 
+#: The outcomes that count each list request reaching nova-api's selector
+#: once (``rendered``, ``handed``, ``groups_kept``, ... count within them).
+ATTEMPTS = ('served', 'latched', 'unservable', 'unavailable', 'failed')
+
+
 def list_counters(text):
     """{outcome: total} of every nova-api process, from /metrics text."""
     return _totals(text, 'nova_ext_index_api_list_requests_total',

@@ -24,6 +24,7 @@ import random
 import subprocess
 import time
 
+from nova_ext_tools.cloud import novaext
 from nova_ext_tools.cloud import services
 from nova_ext_tools.tests.deployment import base
 from nova_ext_tools.tests.deployment import stream
@@ -87,7 +88,7 @@ def served_share(test, what, seed, s, counted):
     """
     now = accounted_for(test, s, counted)
     delta = {k: now.get(k, 0) - counted.get(k, 0) for k in now}
-    published = sum(delta.get(k, 0) for k in ATTEMPTS)
+    published = sum(delta.get(k, 0) for k in novaext.ATTEMPTS)
     share = delta.get('rendered', 0) / published
     print('%s seed %d: %d of the %d requests to nova_ext\'s nova-api whose '
           'outcome is published (of %d sent) answered by nova_ext (%.1f%%); '
@@ -108,10 +109,6 @@ def counters_before(test):
     return base.list_counters(base.metrics(test.lay))
 
 
-#: One outcome for each list request that reaches the selector.
-ATTEMPTS = ('served', 'latched', 'unservable', 'unavailable', 'failed')
-
-
 def accounted_for(test, s, counted, rounds=3):
     """The counters once the requests ``s`` sent to nova_ext are in them.
 
@@ -122,7 +119,8 @@ def accounted_for(test, s, counted, rounds=3):
     for _ in range(rounds):
         time.sleep(DUE)
         now = base.list_counters(base.metrics(test.lay))
-        published = sum(now.get(k, 0) - counted.get(k, 0) for k in ATTEMPTS)
+        published = sum(now.get(k, 0) - counted.get(k, 0)
+                        for k in novaext.ATTEMPTS)
         if published >= s.sent:
             return now
     test.fail('nova-api published the outcome of %d of the %d requests sent'
