@@ -58,8 +58,8 @@ def _pool(size):
         return _POOL[size]
 
 
-class Lookup(object):
-    """The security groups of one page's servers, being asked of Neutron.
+class _PageGroups(object):
+    """The security groups of one page's servers, for Nova's view.
 
     :ivar context: the request's context, whose token asks.
     :ivar uuids: the page's servers, in the page's order.
@@ -70,14 +70,37 @@ class Lookup(object):
     #: with no feed (None).
     kept = None
 
+    def __init__(self, context, uuids):
+        self.context = context
+        self.uuids = list(uuids)
+
+    def bindings(self, context, servers):
+        """Nova's ``{server uuid: [group]}`` for ``servers``' documents.
+
+        This page's answer, when these are its servers and ``context`` its
+        request's; otherwise Neutron is asked for theirs now, as Nova asks.
+
+        :raises: what Nova's lookup raises.
+        """
+        if (context is not self.context or
+                [server['id'] for server in servers] != self.uuids):
+            return security_group_api.bindings(context, servers)
+        return self._answer(context, servers)
+
+    def _answer(self, context, servers):
+        raise NotImplementedError()
+
+
+class Lookup(_PageGroups):
+    """The security groups of one page's servers, being asked of Neutron."""
+
     def __init__(self, pool, context, uuids, per, keep=None):
         """Send the requests for ports, ``per`` servers each, to ``pool``.
 
         :param keep: called with Neutron's answer once it is in, if it is.
         """
-        self.context = context
+        super().__init__(context, uuids)
         self._trace = trace_info()
-        self.uuids = list(uuids)
         self._lock = threading.Lock()
         self._groups = futures.Future()
         self._keep = keep
@@ -127,57 +150,37 @@ class Lookup(object):
         self.context.update_store()
         return traced(self._trace, function, self.context, *args)
 
-    def bindings(self, context, servers):
-        """Nova's ``{server uuid: [group]}`` for ``servers``' documents.
-
-        The answer asked for when the page was listed, when these are its
-        servers; otherwise Neutron is asked for theirs now, as Nova asks.
-
-        :raises: what Nova's lookup raises, from the first request that
-            failed.
-        """
-        if not self.answers(context, servers):
-            return security_group_api.bindings(context, servers)
+    def _answer(self, context, servers):
         return self._groups.result()
 
-    def answers(self, context, servers):
-        """Whether this lookup is for ``servers``' page, asked by context."""
-        return (context is self.context and
-                [server['id'] for server in servers] == self.uuids)
 
-
-class Kept(Lookup):
+class Kept(_PageGroups):
     """Neutron's answer to an earlier request for the same page."""
 
     kept = True
 
     def __init__(self, context, uuids, groups):
-        self.context = context
-        self.uuids = list(uuids)
+        super().__init__(context, uuids)
         self._groups = groups
 
-    def bindings(self, context, servers):
-        if not self.answers(context, servers):
-            return security_group_api.bindings(context, servers)
+    def _answer(self, context, servers):
         # Each page's documents get lists of their own.
         return {uuid: [dict(group) for group in found]
                 for uuid, found in self._groups.items()}
 
 
-class Asked(Lookup):
+class Asked(_PageGroups):
     """Neutron asked by the view, as Nova asks, its answer then kept."""
 
     kept = False
 
     def __init__(self, context, uuids, keep):
-        self.context = context
-        self.uuids = list(uuids)
+        super().__init__(context, uuids)
         self._keep = keep
 
-    def bindings(self, context, servers):
+    def _answer(self, context, servers):
         groups = security_group_api.bindings(context, servers)
-        if self.answers(context, servers):
-            self._keep(groups)
+        self._keep(groups)
         return groups
 
 
@@ -227,9 +230,10 @@ def start(conf, context, uuids):
     while the feed shows no change is given again (:class:`Kept`).
 
     :param context: the context Nova's view asks with (the request's).
-    :returns: a :class:`Lookup`, or None when ``neutron_requests_at_once``
-        is 1 with no feed, or the page is empty: the view then asks as
-        Nova's does, when it adds the groups.
+    :returns: the page's groups (a :class:`Lookup`, :class:`Kept` or
+        :class:`Asked`), or None when ``neutron_requests_at_once`` is 1
+        with no feed, or the page is empty: the view then asks as Nova's
+        does, when it adds the groups.
     :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
     """
     group = conf.nova_ext_instance_list

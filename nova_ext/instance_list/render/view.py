@@ -56,8 +56,8 @@ def volumes_from(read):
 def groups_from(lookup):
     """Within, the page's security groups come from ``lookup``.
 
-    :param lookup: a ``security_groups.Lookup``, or None: Nova's view asks
-        Neutron itself.
+    :param lookup: the page's groups (``security_groups.start``), or None:
+        Nova's view asks Neutron itself.
     """
     token = _GROUPS.set(lookup)
     try:
