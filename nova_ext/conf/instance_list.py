@@ -71,16 +71,19 @@ to change it.
         min=0,
         help="""
 With ``fast_render``, how many rendered server documents each nova-api
-process keeps, for ``GET /servers/detail``. 0 keeps none.
+process keeps, for ``GET /servers/detail`` and ``GET /servers``. 0 keeps
+none.
 
-A server's document is what Nova's server view makes of its index row for
-one shape of request (microversion, URL, the caller's policy decisions),
-with its availability zone, volumes and request spec. It is reused until
-the index writes the row again or any of those change, so a page of
-servers that did not change is not rendered again; each document takes a
-few kilobytes. What Nova adds to a page per request (``host_status``,
-security groups, links) is still computed per request. Read when nova-api
-starts.
+A server's detailed document is what Nova's server view makes of its index
+row for one shape of request (microversion, URL, the caller's policy
+decisions), with its availability zone, volumes and request spec. It is
+reused until the index writes the row again or any of those change, so a
+page of servers that did not change is not rendered again; each document
+takes a few kilobytes. What Nova adds to a page per request
+(``host_status``, security groups, links) is still computed per request.
+A server's document in a list without details (its id, name and links) is
+reused for as long as its name and the request's URL stay the same.
+Read when nova-api starts.
 """),
     cfg.IntOpt(
         'neutron_requests_at_once',

@@ -83,17 +83,18 @@ def _body(conf, selector, listing):
     filters = fastpath.db_filters(ctx, args.get('search_opts') or {})
     marker = fastpath.check_build_requests(ctx, filters, listing)
     driver = selector.driver
-    cache = (render_cache.cache(conf) if listing.detail else None)
-    # With the render cache, the page is listed without the joins that
-    # only rendering reads; the rows it has to render are read in full
-    # afterwards. Nova's view of a list without details reads the name of
-    # each server and nothing else that the narrowed rows lack.
+    cache = render_cache.cache(conf)
+    # With the render cache, a detailed page is listed without the joins
+    # that only rendering reads; the rows it has to render are read in full
+    # afterwards. Nova's view of a list without details reads the uuid and
+    # name of each server, so a list reads little else (narrow.LISTED).
     extra = version = None
-    if cache is not None:
+    columns = narrow.COLUMNS
+    if not listing.detail:
+        extra, columns = (), narrow.LISTED
+    elif cache is not None:
         extra = ()
         version = driver.version_column()
-    elif not listing.detail:
-        extra = ('display_name',)
     attrs = [] if extra is not None else fastpath.query_attrs(listing)
 
     def _records():
@@ -103,7 +104,8 @@ def _body(conf, selector, listing):
             cell_down_support=args.get('cell_down_support', False))
     if extra is not None:
         def _listed(records=_records):
-            with narrow.narrowed(args.get('sort_keys'), extra, version):
+            with narrow.narrowed(args.get('sort_keys'), extra, version,
+                                 columns):
                 return records()
     else:
         _listed = _records
@@ -121,11 +123,10 @@ def _body(conf, selector, listing):
         elif conf.nova_ext_instance_list.neutron_feed_url:
             selector.stats.add('groups_asked')
     with view.groups_from(lookup):
-        if cache is not None:
+        if listing.detail and cache is not None:
             return fastpath.render_cached(driver, listing, records, cache)
         page = fastpath.instances(driver, ctx, listing, records)
-        return fastpath.render_or_hand(driver, view.builder(), listing,
-                                       page)
+        return fastpath.render_listed(driver, listing, page, cache)
 
 
 def _response(request, body):

@@ -186,6 +186,26 @@ def render_or_hand(driver, view_builder, listing, page, only=None):
         raise NotRendered(str(e))
 
 
+def render_listed(driver, listing, page, cache):
+    """render_or_hand(), a list's documents from ``cache`` where they are.
+
+    A detailed page read with its joins is rendered by Nova's view
+    throughout; a list without details is too, but for the documents of
+    its servers already in the cache (``PageRender.basic``).
+    """
+    builder = view.builder()
+    if listing.detail or cache is None:
+        return render_or_hand(driver, builder, listing, page)
+    environ = listing.request.environ
+    environ[view.RENDER] = view.PageRender(
+        cache, listing.request,
+        server_views.project_id_in_url(builder, listing.request))
+    try:
+        return render_or_hand(driver, builder, listing, page)
+    finally:
+        environ.pop(view.RENDER, None)
+
+
 def render_cached(driver, listing, records, cache):
     """A detailed page, its documents from ``cache`` where they are.
 

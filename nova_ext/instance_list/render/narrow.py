@@ -15,7 +15,7 @@ With the render cache, the rows of a page are needed only to know which
 servers are on it, in what order, and what the documents' keys and Nova's
 per-page additions read (host, availability zone, ...): the documents
 come from the cache. A list without details (``GET /servers``) renders
-each server from its uuid and name alone. Nova's
+each server from its uuid and name alone (LISTED). Nova's
 ``instance_get_all_by_filters_sort`` still builds the query (every filter,
 sort and marker rule is Nova's), but within :func:`narrowed` the list query
 it runs on the index selects only those columns and hands back plain dicts
@@ -39,18 +39,23 @@ COLUMNS = ('id', 'uuid', 'deleted', 'project_id', 'user_id', 'host',
            'access_ip_v4', 'access_ip_v6', 'created_at', 'updated_at',
            'deleted_at', 'launched_at', 'terminated_at')
 #: The key of a narrowed row's version, where it is read with the row.
+#: Columns a list without details reads: Nova's view of it shows each
+#: server's uuid and name; the page drops duplicates and looks up its
+#: tombstones (``deleted``).
+LISTED = ('id', 'uuid', 'deleted', 'display_name')
 VERSION = 'nova_ext_render_version'
 _ACTIVE = contextvars.ContextVar('nova_ext_narrowed', default=None)
 
 
 @contextlib.contextmanager
-def narrowed(sort_keys, extra=(), version=None):
-    """Within, the list query reads COLUMNS, the sort keys and ``extra``.
+def narrowed(sort_keys, extra=(), version=None, base=COLUMNS):
+    """Within, the list query reads ``base``, the sort keys and ``extra``.
 
     :param version: the driver's ``version_column()``: each row's version
         is read with it, in the same query, under VERSION.
+    :param base: COLUMNS for a detailed page, LISTED for a list.
     """
-    columns = tuple(sorted(set(COLUMNS) | set(sort_keys or ()) | set(extra)))
+    columns = tuple(sorted(set(base) | set(sort_keys or ()) | set(extra)))
     if version is not None:
         columns += (orm.Beside(VERSION, *version),)
     token = _ACTIVE.set(columns)

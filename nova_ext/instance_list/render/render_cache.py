@@ -145,6 +145,18 @@ def key(request_part, context, instance, kwargs):
             repr(kwargs.get('provided_sched_hints')))
 
 
+def listed_key(request_part, instance):
+    """The key of ``basic(request, instance)``, or None.
+
+    Nova's view of a server in a list without details is its uuid, its
+    name and links made from the request. None for a server whose row
+    has no name (Nova's partial document of a down cell's server).
+    """
+    if 'display_name' not in instance:
+        return None
+    return ('listed', request_part, instance.uuid, instance.display_name)
+
+
 def kept(doc):
     """A copy of the document ``doc`` to keep, its datetimes written out.
 

@@ -93,12 +93,14 @@ class IndexedInstance(object):
         values = dict(row)
         values['deleted'] = _deleted(row)
         values['id'] = ids.source_id(row['id'])
-        for name in _COERCED:
-            values[name] = _coerce(name, row[name])
+        # Coerced when first read: a page served from the render cache
+        # reads few of them. A column the row was read without stays absent.
+        raw = {name: values.pop(name) for name in _COERCED if name in values}
         values['metadata'] = utils.instance_meta(row)
         values['system_metadata'] = utils.instance_sys_meta(row)
         values.setdefault('fault', None)
         self.__dict__['_values'] = values
+        self.__dict__['_raw'] = raw
         self.__dict__['cell_id'] = ids.cell_id(row['id'])
         self.__dict__['_flavors'] = {} if flavors is None else flavors
 
@@ -106,16 +108,23 @@ class IndexedInstance(object):
         try:
             return self._values[name]
         except KeyError:
+            pass
+        try:
+            raw = self._raw.pop(name)
+        except KeyError:
             raise AttributeError(name)
+        value = self._values[name] = _coerce(name, raw)
+        return value
 
     def __setattr__(self, name, value):
+        self._raw.pop(name, None)
         self._values[name] = value
 
     def __getitem__(self, name):
         return getattr(self, name)
 
     def __contains__(self, name):
-        return name in self._values
+        return name in self._values or name in self._raw
 
     def get(self, name, default=None):
         try:

@@ -15,10 +15,10 @@ The request specs of a page come from request_specs.py, the block device
 mappings from the instance index (``volumes_from``), its security groups
 from the Neutron requests started when it was listed (``groups_from``,
 security_groups.py), and its documents from the render cache where they
-are (:class:`PageRender`). Nova's view offers these changes through its
-private methods only: ``nova_ext.seams.internals.server_views`` overrides
-those, and the parity tests at every microversion hold the result to
-Nova's.
+are (:class:`PageRender`); a list without details reads no request
+specs. Nova's view offers these changes through its private methods only:
+``nova_ext.seams.internals.server_views`` overrides those, and the parity
+tests at every microversion hold the result to Nova's.
 """
 
 import contextlib
@@ -36,6 +36,8 @@ RENDER = 'nova_ext.page_render'
 # Nova calls the volumes method with a context only, no request.
 _VOLUMES = contextvars.ContextVar('nova_ext_page_volumes', default=None)
 _GROUPS = contextvars.ContextVar('nova_ext_page_groups', default=None)
+# Set while Nova's view renders a list without details (index).
+_LISTED = contextvars.ContextVar('nova_ext_page_listed', default=False)
 
 
 @contextlib.contextmanager
@@ -108,6 +110,17 @@ class PageRender(object):
             self.cache.put(key, render_cache.kept(server['server']))
         return server
 
+    def basic(self, basic, request, instance, kwargs):
+        """A server's document in a list without details."""
+        key = render_cache.listed_key(self.request_part, instance)
+        if key is None:
+            return basic(request, instance, **kwargs)
+        doc = self.cache.get(key)
+        if doc is None:
+            doc = basic(request, instance, **kwargs)['server']
+            self.cache.put(key, doc)
+        return {'server': dict(doc)}
+
 
 class _Unrendered(dict):
     """A missed server's place in a page that is rendered again."""
@@ -127,6 +140,10 @@ class ViewBuilder(server_views.ViewBuilder):
         return read(ctxt, instance_uuids)
 
     def request_specs(self, context, instance_uuids):
+        if _LISTED.get():
+            # A list without details shows neither the zone nor the hints
+            # Nova reads the specs for (server_views.LIST_SHOWS_NO_SPECS).
+            return []
         return request_specs.get_by_instance_uuids(context, instance_uuids)
 
     def security_group_bindings(self, context, servers):
@@ -140,6 +157,20 @@ class ViewBuilder(server_views.ViewBuilder):
         if render is None:
             return super().show(request, instance, **kwargs)
         return render.show(super().show, request, instance, kwargs)
+
+    def index(self, request, instances, cell_down_support=False):
+        token = _LISTED.set(server_views.LIST_SHOWS_NO_SPECS)
+        try:
+            return super().index(request, instances,
+                                 cell_down_support=cell_down_support)
+        finally:
+            _LISTED.reset(token)
+
+    def basic(self, request, instance, **kwargs):
+        render = request.environ.get(RENDER)
+        if render is None:
+            return super().basic(request, instance, **kwargs)
+        return render.basic(super().basic, request, instance, kwargs)
 
     def adds_to_page(self, servers):
         # What Nova adds to a page's documents (services for host_status,

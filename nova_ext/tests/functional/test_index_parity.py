@@ -32,6 +32,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index.repair import sync
 from nova_ext.index import schema
 from nova_ext.instance_list.render import render_cache
+from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list import serving
 from nova_ext.seams import api as api_entry_point
 from nova_ext.seams.internals import orm as nova_orm
@@ -395,8 +396,9 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
     NOVA_EXT_OPTIONS = CACHED_OPTIONS
     FAST_RENDER = True
     MICROVERSION_REQUESTS = RENDERED_MICROVERSION_REQUESTS
-    # The cache holds detailed documents only: GET /servers is rendered as
-    # in TestFastRenderParity, which compares it.
+    # A list without details is read by TestFastRenderParity's narrowed
+    # query, which compares it with every filter; its documents' keys are
+    # compared in test_lists_come_from_the_cache.
     FILTER_PATHS = ('servers/detail',)
     FILTER_CALLERS = TestFastRenderParity.FILTER_CALLERS
     # The cache's list query is TestFastRenderParity's narrowed one.
@@ -420,6 +422,43 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         # Nova's list query was read narrow, for both requests through the
         # index (in batches); if Nova's query changes shape, this fails.
         self.assertGreaterEqual(nova_orm.narrowed_queries - narrowed, 2)
+
+    def test_lists_come_from_the_cache(self):
+        # GET /servers: documents from the cache, no request specs read
+        # (Nova's view of a list shows nothing of them), and a renamed
+        # server shown by its new name at once.
+        cache = render_cache.cache(ext_conf.CONF)
+        uris = ('servers?all_tenants=1',
+                'servers?all_tenants=1&sort_key=display_name&limit=3',
+                'servers?deleted=true&all_tenants=1')
+        for version in ('2.1', '2.96', 'latest'):
+            self.admin_api.microversion = version
+            for uri in uris:
+                hits = cache.hits
+                with mock.patch.object(
+                        request_specs, 'get_by_instance_uuids',
+                        wraps=request_specs.get_by_instance_uuids) as specs:
+                    got = self.assertSameAnswer(self.admin_api, uri,
+                                                served=True)
+                self.assertEqual(0, specs.call_count)
+                shown = len(got.json()['servers'])
+                self.assertTrue(shown)
+                self.assertGreaterEqual(cache.hits - hits, shown, uri)
+        # A detailed page at the same microversion does read them.
+        with mock.patch.object(
+                request_specs, 'get_by_instance_uuids',
+                wraps=request_specs.get_by_instance_uuids) as specs:
+            self.assertSameAnswer(self.admin_api,
+                                  'servers/detail?all_tenants=1')
+        self.assertGreater(specs.call_count, 0)
+        renamed = self.servers['active1']['id']
+        self.admin_api.put_server(renamed, {'server': {'name': 'renamed'}})
+        self.sync_index()
+        got = [self.assertSameAnswer(self.admin_api, uri, served=True)
+               for uri in uris[:2]]
+        self.assertIn({'id': renamed, 'name': 'renamed'},
+                      [{'id': s['id'], 'name': s['name']}
+                       for s in got[0].json()['servers']])
 
     def test_a_server_never_updated_shows_the_time_of_each_request(self):
         # Nova shows a server without updated_at as updated at the time of

@@ -98,13 +98,42 @@ class TestListViewCopy(base.TestCase):
             self.assertFalse(hasattr(views_servers.ViewBuilder, name), name)
 
 
-class TestCalledMethods(base.TestCase):
+class _ViewTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
         # Nova's compute API wants an RPC transport when it is made.
         self.useFixture(fixtures.MockPatchObject(
             compute_api.API, '__init__', return_value=None))
+
+
+class TestListWithoutDetails(_ViewTestCase):
+
+    def test_index_renders_each_server_by_basic(self):
+        self.assertIn('self._list_view(self.basic,',
+                      _code(views_servers.ViewBuilder.index))
+
+    def test_basic_shows_nothing_of_the_request_specs(self):
+        # nova_ext reads no request specs for such a list.
+        self.assertTrue(server_views.LIST_SHOWS_NO_SPECS)
+        builder = server_views.ViewBuilder()
+        request = mock.Mock(application_url='http://api/v2.1',
+                            url='http://api/v2.1/servers',
+                            environ={'nova.context': mock.Mock(
+                                project_id='p1')})
+        instance = {'uuid': 'u1', 'display_name': 'one'}
+        docs = [builder.basic(request, instance, provided_az=az,
+                              provided_sched_hints=hints)
+                for az in (views_servers.AZ_NOT_IN_REQUEST_SPEC, None,
+                           'az1')
+                for hints in (views_servers.SCHED_HINTS_NOT_IN_REQUEST_SPEC,
+                              {}, {'group': ['g1']})]
+        self.assertEqual('one', docs[0]['server']['name'])
+        for doc in docs[1:]:
+            self.assertEqual(docs[0], doc)
+
+
+class TestCalledMethods(_ViewTestCase):
 
     def test_host_status_unknown_only(self):
         self.assertEqual(
@@ -145,12 +174,7 @@ class TestCalledMethods(base.TestCase):
         added.assert_called_once_with(['s'], ['i'], unknown_only=True)
 
 
-class TestVersionGate(base.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.useFixture(fixtures.MockPatchObject(
-            compute_api.API, '__init__', return_value=None))
+class TestVersionGate(_ViewTestCase):
 
     def test_refuses_on_an_untested_nova(self):
         self.useFixture(ext_fixtures.UntestedNova())

@@ -89,6 +89,25 @@ class TestKey(base.TestCase):
         self.assertIsNone(self.key(_instance(updated_at=None)))
 
 
+class TestListedKey(base.TestCase):
+
+    def test_the_name_and_request_tell_keys_apart(self):
+        keys = [render_cache.listed_key(part, _instance(display_name=name))
+                for part in (('2.1', 'http://a'), ('2.1', 'http://b'))
+                for name in ('one', 'two', None)]
+        self.assertEqual(len(keys), len(set(keys)))
+        # The row's version is not in it: a list shows no other column.
+        other = _instance(display_name='one', updated_at=None)
+        other.render_version = None
+        self.assertEqual(render_cache.listed_key(('2.1',), other),
+                         render_cache.listed_key(
+                             ('2.1',), _instance(display_name='one')))
+
+    def test_a_server_without_a_name_is_not_cached(self):
+        # Nova's partial document of a server of a down cell.
+        self.assertIsNone(render_cache.listed_key(('2.1',), _instance()))
+
+
 class TestKept(base.TestCase):
 
     def test_the_same_bytes_in_a_body_without_datetimes(self):

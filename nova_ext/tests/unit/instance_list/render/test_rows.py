@@ -108,6 +108,30 @@ class TestIndexedInstance(base.TestCase):
             self.assertEqual(utils.isotime(nova[attr]),
                              utils.isotime(indexed[attr]))
 
+    def test_columns_are_coerced_when_read(self):
+        nova, indexed = self.both()
+        self.assertEqual({'created_at', 'updated_at', 'launched_at',
+                          'terminated_at', 'deleted_at', 'access_ip_v4',
+                          'access_ip_v6'}, set(indexed._raw))
+        self.assertEqual(nova.created_at, indexed.created_at)
+        self.assertNotIn('created_at', indexed._raw)
+        self.assertIn('created_at', indexed)
+        self.assertIn('updated_at', indexed)
+        # A value set is the one read, not the row's.
+        indexed.updated_at = None
+        self.assertIsNone(indexed.updated_at)
+
+    def test_a_column_not_read_is_absent(self):
+        # A list without details reads a few columns (narrow.LISTED).
+        indexed = rows.IndexedInstance(
+            {'id': ids.index_id(5, 3), 'uuid': self.row['uuid'],
+             'deleted': 0, 'display_name': 'srv', 'metadata': [],
+             'system_metadata': []})
+        self.assertNotIn('created_at', indexed)
+        self.assertIsNone(indexed.get('created_at'))
+        self.assertRaises(AttributeError, getattr, indexed, 'launched_at')
+        self.assertEqual('srv', indexed['display_name'])
+
     def test_missing_parts(self):
         self.row['extra'] = {'flavor': None, 'trusted_certs': None}
         self.row['info_cache'] = None
