@@ -82,7 +82,14 @@ def _flavor(db_flavor):
 
 
 class IndexedInstance(object):
-    """One index row, read the way Nova's server view reads an Instance."""
+    """One index row, read the way Nova's server view reads an Instance.
+
+    The row's values are the object's attributes, so that reading one
+    (the view reads about twenty per server) is Python's own lookup; what
+    the class keeps for itself is in slots, outside the values.
+    """
+
+    __slots__ = ('_raw', '_flavors', 'cell_id', '__dict__')
 
     def __init__(self, row, flavors=None):
         """Read ``row``, an index record of Nova's instance query.
@@ -90,41 +97,37 @@ class IndexedInstance(object):
         :param flavors: a dict shared by the rows of one page, in which
             equal stored flavors are deserialised once.
         """
-        values = dict(row)
+        values = self.__dict__
+        values.update(row)
         values['deleted'] = _deleted(row)
         values['id'] = ids.source_id(row['id'])
         # Coerced when first read: a page served from the render cache
         # reads few of them. A column the row was read without stays absent.
-        raw = {name: values.pop(name) for name in _COERCED if name in values}
+        self._raw = {name: values.pop(name) for name in _COERCED
+                     if name in values}
         values['metadata'] = utils.instance_meta(row)
         values['system_metadata'] = utils.instance_sys_meta(row)
         values.setdefault('fault', None)
-        self.__dict__['_values'] = values
-        self.__dict__['_raw'] = raw
-        self.__dict__['cell_id'] = ids.cell_id(row['id'])
-        self.__dict__['_flavors'] = {} if flavors is None else flavors
+        self.cell_id = ids.cell_id(row['id'])
+        self._flavors = {} if flavors is None else flavors
 
     def __getattr__(self, name):
+        # Called for what is not a value yet: a column still to coerce.
+        if name in IndexedInstance.__slots__:
+            # Not set yet (an object made without __init__, as copy does).
+            raise AttributeError(name)
         try:
-            return self._values[name]
-        except KeyError:
-            pass
-        try:
-            raw = self._raw.pop(name)
+            raw = self._raw[name]
         except KeyError:
             raise AttributeError(name)
-        value = self._values[name] = _coerce(name, raw)
+        value = self.__dict__[name] = _coerce(name, raw)
         return value
-
-    def __setattr__(self, name, value):
-        self._raw.pop(name, None)
-        self._values[name] = value
 
     def __getitem__(self, name):
         return getattr(self, name)
 
     def __contains__(self, name):
-        return name in self._values or name in self._raw
+        return name in self.__dict__ or name in self._raw
 
     def get(self, name, default=None):
         try:
@@ -137,11 +140,11 @@ class IndexedInstance(object):
         return CONF.instance_name_template % self.id
 
     def _extra(self, field):
-        extra = self._values.get('extra')
+        extra = self.__dict__.get('extra')
         return extra[field] if extra else None
 
     def get_flavor(self):
-        flavor = self._values.get('_flavor')
+        flavor = self.__dict__.get('_flavor')
         if flavor is None:
             db_flavor = self._extra('flavor')
             if not db_flavor:
@@ -153,11 +156,11 @@ class IndexedInstance(object):
             if flavor is None:
                 # The view only reads it, so servers of one flavor share it.
                 flavor = self._flavors[db_flavor] = _flavor(db_flavor)
-            self._values['_flavor'] = flavor
+            self.__dict__['_flavor'] = flavor
         return flavor
 
     def get_network_info(self):
-        cache = self._values.get('info_cache')
+        cache = self.__dict__.get('info_cache')
         if cache is None:
             return network_model.NetworkInfo.hydrate([])
         value = cache['network_info']

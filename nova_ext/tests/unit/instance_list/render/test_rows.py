@@ -11,6 +11,8 @@
 # under the License.
 """IndexedInstance reads as the Instance Nova would build from the row."""
 
+import copy
+
 from nova import context as nova_context
 from nova.network import model as network_model
 from nova import objects
@@ -113,13 +115,20 @@ class TestIndexedInstance(base.TestCase):
         self.assertEqual({'created_at', 'updated_at', 'launched_at',
                           'terminated_at', 'deleted_at', 'access_ip_v4',
                           'access_ip_v6'}, set(indexed._raw))
+        self.assertNotIn('created_at', vars(indexed))
         self.assertEqual(nova.created_at, indexed.created_at)
-        self.assertNotIn('created_at', indexed._raw)
+        self.assertIn('created_at', vars(indexed))
         self.assertIn('created_at', indexed)
         self.assertIn('updated_at', indexed)
         # A value set is the one read, not the row's.
         indexed.updated_at = None
         self.assertIsNone(indexed.updated_at)
+
+    def test_copies_read_alike(self):
+        nova, indexed = self.both()
+        self.assertReadsAlike(nova, copy.copy(indexed))
+        self.assertReadsAlike(nova, copy.deepcopy(indexed))
+        self.assertReadsAlike(nova, indexed)
 
     def test_a_column_not_read_is_absent(self):
         # A list without details reads a few columns (narrow.LISTED).
