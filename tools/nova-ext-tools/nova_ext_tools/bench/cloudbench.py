@@ -300,7 +300,7 @@ def _show(out):
     report.table(headers, [tuple(str(c) for c in row) for row in rows],
                  sys.stdout)
     for name, got in out.get('profiles', {}).items():
-        print('\none nova_ext request, %s, by component (py-spy): %s'
+        print('\none nova_ext request, %s, by component (stack sampler): %s'
               % (name, ', '.join('%s=%s' % i for i in got.items()
                                  if i[0] != 'components')))
         for part, value in got.get('components', {}).items():
