@@ -38,11 +38,11 @@ COLUMNS = ('id', 'uuid', 'deleted', 'project_id', 'user_id', 'host',
            'availability_zone', 'vm_state', 'task_state', 'hidden',
            'access_ip_v4', 'access_ip_v6', 'created_at', 'updated_at',
            'deleted_at', 'launched_at', 'terminated_at')
-#: The key of a narrowed row's version, where it is read with the row.
 #: Columns a list without details reads: Nova's view of it shows each
 #: server's uuid and name; the page drops duplicates and looks up its
 #: tombstones (``deleted``).
 LISTED = ('id', 'uuid', 'deleted', 'display_name')
+#: The key of a narrowed row's version, where it is read with the row.
 VERSION = 'nova_ext_render_version'
 _ACTIVE = contextvars.ContextVar('nova_ext_narrowed', default=None)
 
