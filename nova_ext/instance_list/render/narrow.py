@@ -32,8 +32,9 @@ import contextvars
 
 from nova_ext.seams.internals import orm
 
-#: Columns every narrowed row has: what rows.IndexedInstance reads, the
-#: render cache's keys, host_status and the collection links.
+#: Columns every narrowed row of a detailed page has: what
+#: rows.IndexedInstance reads, the render cache's keys, host_status and the
+#: collection links.
 COLUMNS = ('id', 'uuid', 'deleted', 'project_id', 'user_id', 'host',
            'availability_zone', 'vm_state', 'task_state', 'hidden',
            'access_ip_v4', 'access_ip_v6', 'created_at', 'updated_at',

@@ -33,6 +33,11 @@ What Nova adds to the documents of a page afterwards (``host_status``,
 security groups, links to the next page) is computed per request as
 before. A miss is rendered by Nova's view and kept; entries are evicted
 least recently used first.
+
+A server's document in a list without details (``ViewBuilder.basic``:
+its uuid, its name, links built from the request) is kept in the same
+cache under the request's part of the key, the uuid and the name
+(:func:`listed_key`): nothing else of the row is shown.
 """
 
 import collections

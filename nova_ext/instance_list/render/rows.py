@@ -112,7 +112,8 @@ class IndexedInstance(object):
         self._flavors = {} if flavors is None else flavors
 
     def __getattr__(self, name):
-        # Called for what is not a value yet: a column still to coerce.
+        # Python asks here only for names the values lack: the columns
+        # whose coercion waits for their first read (__init__).
         if name in IndexedInstance.__slots__:
             # Not set yet (an object made without __init__, as copy does).
             raise AttributeError(name)

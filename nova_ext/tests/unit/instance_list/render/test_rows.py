@@ -14,6 +14,7 @@
 import copy
 
 from nova import context as nova_context
+from nova.db.main import models
 from nova.network import model as network_model
 from nova import objects
 from nova.objects import instance as instance_obj
@@ -129,6 +130,19 @@ class TestIndexedInstance(base.TestCase):
         self.assertReadsAlike(nova, copy.copy(indexed))
         self.assertReadsAlike(nova, copy.deepcopy(indexed))
         self.assertReadsAlike(nova, indexed)
+
+    def test_no_column_hides_a_method(self):
+        # A row's values are the object's attributes, which take the place
+        # of the class's methods of the same name (properties and slots
+        # keep theirs).
+        joined = {'info_cache', 'extra', 'fault', 'metadata',
+                  'system_metadata', 'services', 'tags', 'security_groups',
+                  'pci_devices'}
+        columns = set(models.Instance.__table__.columns.keys())
+        methods = {name for name, value in vars(rows.IndexedInstance).items()
+                   if callable(value) and not name.startswith('__')}
+        self.assertIn('get_flavor', methods)
+        self.assertEqual(set(), (columns | joined) & methods)
 
     def test_a_column_not_read_is_absent(self):
         # A list without details reads a few columns (narrow.LISTED).
