@@ -88,24 +88,22 @@ def _body(conf, selector, listing):
     # that only rendering reads; the rows it has to render are read in full
     # afterwards. Nova's view of a list without details reads the uuid and
     # name of each server, so a list reads little else (narrow.LISTED).
-    extra = version = None
-    columns = narrow.COLUMNS
+    columns = version = None
     if not listing.detail:
-        extra, columns = (), narrow.LISTED
+        columns = narrow.LISTED
     elif cache is not None:
-        extra = ()
+        columns = narrow.COLUMNS
         version = driver.version_column()
-    attrs = [] if extra is not None else fastpath.query_attrs(listing)
+    attrs = [] if columns is not None else fastpath.query_attrs(listing)
 
     def _records():
         return driver.records(
             ctx, filters, args.get('limit'), marker, attrs,
             args.get('sort_keys'), args.get('sort_dirs'),
             cell_down_support=args.get('cell_down_support', False))
-    if extra is not None:
+    if columns is not None:
         def _listed(records=_records):
-            with narrow.narrowed(args.get('sort_keys'), extra, version,
-                                 columns):
+            with narrow.narrowed(columns, args.get('sort_keys'), version):
                 return records()
     else:
         _listed = _records

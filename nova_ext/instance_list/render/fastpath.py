@@ -22,6 +22,8 @@ address filters (matched through Neutron or in each instance's network
 info).
 """
 
+import contextlib
+
 from nova.api.openstack import api_version_request
 from nova import exception as nova_exception
 from nova import objects
@@ -196,12 +198,22 @@ def render_listed(driver, listing, page, cache):
     builder = view.builder()
     if listing.detail or cache is None:
         return render_or_hand(driver, builder, listing, page)
+    with _page_render(cache, builder, listing):
+        return render_or_hand(driver, builder, listing, page)
+
+
+@contextlib.contextmanager
+def _page_render(cache, builder, listing):
+    """Within, the request's documents come from ``cache`` where they are.
+
+    :returns: the request's ``view.PageRender``.
+    """
     environ = listing.request.environ
-    environ[view.RENDER] = view.PageRender(
+    environ[view.RENDER] = render = view.PageRender(
         cache, listing.request,
         server_views.project_id_in_url(builder, listing.request))
     try:
-        return render_or_hand(driver, builder, listing, page)
+        yield render
     finally:
         environ.pop(view.RENDER, None)
 
@@ -224,11 +236,7 @@ def render_cached(driver, listing, records, cache):
         instance.full = False
         instance.render_version = versions.get(instance.uuid)
     builder = view.builder()
-    environ = listing.request.environ
-    render = environ[view.RENDER] = view.PageRender(
-        cache, listing.request,
-        server_views.project_id_in_url(builder, listing.request))
-    try:
+    with _page_render(cache, builder, listing) as render:
         body = render_or_hand(driver, builder, listing, page)
         if not render.missed:
             return body
@@ -248,8 +256,6 @@ def render_cached(driver, listing, records, cache):
             raise NotRendered('servers %s left the index while the page '
                               'was rendered' % ', '.join(render.missed))
         return body
-    finally:
-        environ.pop(view.RENDER, None)
 
 
 def _full_rows(driver, listing, uuids):

@@ -49,14 +49,14 @@ _ACTIVE = contextvars.ContextVar('nova_ext_narrowed', default=None)
 
 
 @contextlib.contextmanager
-def narrowed(sort_keys, extra=(), version=None, base=COLUMNS):
-    """Within, the list query reads ``base``, the sort keys and ``extra``.
+def narrowed(columns, sort_keys, version=None):
+    """Within, the list query reads ``columns`` and the sort keys.
 
+    :param columns: COLUMNS for a detailed page, LISTED for a list.
     :param version: the driver's ``version_column()``: each row's version
         is read with it, in the same query, under VERSION.
-    :param base: COLUMNS for a detailed page, LISTED for a list.
     """
-    columns = tuple(sorted(set(base) | set(sort_keys or ()) | set(extra)))
+    columns = tuple(sorted(set(columns) | set(sort_keys or ())))
     if version is not None:
         columns += (orm.Beside(VERSION, *version),)
     token = _ACTIVE.set(columns)
