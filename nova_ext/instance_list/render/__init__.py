@@ -26,12 +26,14 @@ from nova.api.openstack import wsgi as nova_wsgi
 
 from nova_ext import exception
 from nova_ext.instance_list.render import controller
+from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
 from nova_ext.instance_list.render import security_groups
 from nova_ext.instance_list.render import view
+from nova_ext.seams.internals import wsgi_response
 
 #: Raised when Nova's view code renders the request instead.
 NotRendered = fastpath.NotRendered
@@ -70,10 +72,9 @@ def respond(conf, selector, request, detail):
     if listing is None:
         return None
     try:
-        body = _body(conf, selector, listing)
+        return _response(listing.request, _body(conf, selector, listing))
     except exception.UnsupportedNovaVersion as e:
         raise NotRendered(str(e))
-    return _response(listing.request, body)
 
 
 def _body(conf, selector, listing):
@@ -128,9 +129,13 @@ def _body(conf, selector, listing):
 
 
 def _response(request, body):
-    """The webob response Nova's wsgi.Resource makes of a body."""
-    response = nova_wsgi.ResponseObject(body).serialize(
-        request, request.best_match_content_type())
+    """The webob response Nova's wsgi.Resource makes of a body.
+
+    Its text is Nova's, its documents from the render cache written from
+    their kept texts (encode.py).
+    """
+    response = wsgi_response.serialize(
+        body, request, request.best_match_content_type(), encode.dumps)
     version = request.api_version_request
     if not version.is_null():
         response.headers[nova_wsgi.API_VERSION_REQUEST_HEADER] = (

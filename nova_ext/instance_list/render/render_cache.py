@@ -48,6 +48,8 @@ from nova import availability_zones
 from nova import conf as nova_conf
 from oslo_serialization import jsonutils
 
+from nova_ext.instance_list.render import encode
+
 CONF = nova_conf.CONF
 
 #: ``show``'s keyword arguments, whose values are part of a key.
@@ -169,8 +171,10 @@ def kept(doc):
     type for as ``jsonutils.to_primitive`` makes it; the server view leaves
     datetimes (``OS-SRV-USG:launched_at``, ...) to it. Kept written, the
     document costs no conversion on each request, and its bytes in a body
-    are the same.
+    are the same; the body writes it from its JSON text, kept with it once
+    written (``encode.Kept``).
     """
-    return {name: (jsonutils.to_primitive(value)
-                   if isinstance(value, datetime.datetime) else value)
-            for name, value in doc.items()}
+    return encode.Kept((name, (jsonutils.to_primitive(value)
+                               if isinstance(value, datetime.datetime)
+                               else value))
+                       for name, value in doc.items())

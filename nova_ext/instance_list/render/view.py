@@ -25,6 +25,7 @@ import contextlib
 import contextvars
 import functools
 
+from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
 from nova_ext.seams.internals import server_views
@@ -100,7 +101,7 @@ class PageRender(object):
             if doc is not None:
                 # Nova adds host_status and security groups to the
                 # documents of a page; those go into a copy.
-                self._found[instance.uuid] = dict(doc)
+                self._found[instance.uuid] = encode.Shown(doc)
                 return {'server': self._found[instance.uuid]}
         if not instance.get('full', True):
             self.missed.append(instance.uuid)
@@ -117,9 +118,9 @@ class PageRender(object):
             return basic(request, instance, **kwargs)
         doc = self.cache.get(key)
         if doc is None:
-            doc = basic(request, instance, **kwargs)['server']
+            doc = encode.Kept(basic(request, instance, **kwargs)['server'])
             self.cache.put(key, doc)
-        return {'server': dict(doc)}
+        return {'server': encode.Shown(doc)}
 
 
 class _Unrendered(dict):

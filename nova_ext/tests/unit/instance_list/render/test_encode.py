@@ -1,0 +1,97 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A list's body written from its documents' kept texts, as Nova's."""
+
+import datetime
+
+from oslo_serialization import jsonutils
+
+from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import render_cache
+from nova_ext.tests.unit import base
+
+
+def _kept(**extra):
+    doc = {'id': 'u1', 'name': 'n\u00e9 "q" \u2603', 'status': 'ACTIVE',
+           'addresses': {'net': [{'addr': '10.0.0.1', 'version': 4}]},
+           'metadata': {}, 'progress': 0, 'weight': 1.5, 'locked': False,
+           'key_name': None,
+           'OS-SRV-USG:launched_at': datetime.datetime(2026, 1, 2, 3, 4, 5)}
+    doc.update(extra)
+    return render_cache.kept(doc)
+
+
+class TestDumps(base.TestCase):
+
+    def assertNovas(self, body):
+        written = encode.dumps(body)
+        self.assertEqual(jsonutils.dumps(body), written)
+        return written
+
+    def test_kept_documents_with_what_a_page_adds(self):
+        kept = _kept()
+        plain, added, groups = (encode.Shown(kept), encode.Shown(kept),
+                                encode.Shown(kept))
+        added['host_status'] = 'UP'
+        groups['host_status'] = 'UP'
+        groups['security_groups'] = [{'name': 'default'}]
+        self.assertNovas({
+            'servers': [plain, added, groups, {'id': 'miss', 'x': [1]}],
+            'servers_links': [{'href': 'http://api/next', 'rel': 'next'}]})
+
+    def test_empty_and_other_bodies(self):
+        for body in ({'servers': []}, {}, [], {'servers': [], 'n': 3},
+                     {'servers': ['text', 4, None]}, {1: 'not text'}):
+            self.assertNovas(body)
+
+    def test_kept_text_is_what_is_written(self):
+        kept = _kept()
+        shown = encode.Shown(kept)
+        self.assertNovas({'servers': [shown]})
+        self.assertEqual(jsonutils.dumps(kept), kept.text)
+        # Written once: later bodies take the kept text as it is.
+        kept.text = kept.text.replace('ACTIVE', 'KEPT!!')
+        shown = encode.Shown(kept)
+        shown['host_status'] = 'UP'
+        self.assertIn('"status": "KEPT!!"', encode.dumps({'servers': [shown]}))
+        self.assertIn('"host_status": "UP"}', encode.dumps(
+            {'servers': [shown]}))
+
+    def test_changed_documents_are_written_whole(self):
+        kept = _kept()
+        kept.text = jsonutils.dumps(kept).replace('ACTIVE', 'STALE!')
+        replaced, removed, moved, keyed = (encode.Shown(kept)
+                                           for _ in range(4))
+        replaced['status'] = 'SHUTOFF'
+        del removed['progress']
+        moved.pop('id')
+        moved['id'] = 'u1'
+        keyed[5] = 'not text'
+        for doc in (replaced, removed, moved):
+            self.assertNotIn('STALE!', self.assertNovas({'servers': [doc]}))
+        self.assertEqual(jsonutils.dumps({'servers': [keyed]}),
+                         encode.dumps({'servers': [keyed]}))
+
+    def test_shared_added_values(self):
+        kept, groups = _kept(), [{'name': 'default'}, {'name': 'web'}]
+        docs = [encode.Shown(kept) for _ in range(3)]
+        for doc in docs:
+            doc['security_groups'] = groups
+        docs[2]['security_groups'] = [{'name': 'other'}]
+        self.assertNovas({'servers': docs})
+
+    def test_kept_is_not_a_copy_of_a_page(self):
+        kept = _kept()
+        shown = encode.Shown(kept)
+        shown['host_status'] = 'UP'
+        self.assertNotIn('host_status', kept)
+        self.assertIs(kept, shown.kept)
