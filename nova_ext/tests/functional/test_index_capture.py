@@ -65,12 +65,7 @@ class _CaptureBase(parity.IndexTestCase):
 
 class TestCaptureReadYourWrites(_CaptureBase):
 
-    def setUp(self):
-        super().setUp()
-        # Lists here must be served: as in the parity tests, a cell's
-        # probe may wait longer than query_timeout's 5 s for its turn in a
-        # busy harness, and the cells would count as down.
-        self.flags(query_timeout=60, group='nova_ext_index')
+    EVERY_LIST_SERVED = True
 
     def test_api_actions_show_at_once(self):
         server = self._create_server(host='compute1-1', networks='none')

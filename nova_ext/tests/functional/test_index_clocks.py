@@ -27,12 +27,7 @@ from nova_ext.tests.functional import test_index_parity as parity
 class _Clocks(object):
     """Mixed into a capture test case of one list mode."""
 
-    def setUp(self):
-        super().setUp()
-        # Every list here must be served: as in the parity tests, a cell's
-        # probe may wait longer than query_timeout's 5 s for its turn in a
-        # busy harness, and the cells would count as down.
-        self.flags(query_timeout=60, group='nova_ext_index')
+    EVERY_LIST_SERVED = True
 
     def behind(self, server, seconds, change, queries=('',)):
         """``change()`` by a clock ``seconds`` behind the last writer's.
