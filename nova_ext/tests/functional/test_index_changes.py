@@ -296,12 +296,15 @@ class _ChangeStream(object):
     def test_change_stream(self):
         seed = int(os.environ.get('NOVA_EXT_STREAM_SEED') or
                    random.SystemRandom().randrange(2 ** 32))
+        self.at = 'the servers built'
         try:
             self._stream(random.Random(seed))
-        except AssertionError as e:
+        except Exception as e:
+            # Whatever failed (an API error too), the seed replays it.
             raise AssertionError('change stream seed %d (replay with '
-                                 'NOVA_EXT_STREAM_SEED=%d): %s'
-                                 % (seed, seed, e))
+                                 'NOVA_EXT_STREAM_SEED=%d), at %s: %s: %s'
+                                 % (seed, seed, self.at, type(e).__name__,
+                                    e)) from e
 
     def _stream(self, rng):
         stream = Stream(self, rng)
@@ -316,12 +319,14 @@ class _ChangeStream(object):
         for step in range(self.STEPS):
             self.before_step(step)
             name = rng.choice(names) if stream.servers else 'create'
+            self.at = 'step %d (%s)' % (step, name)
             with ext_fixtures.SkewedClock(rng.choice(self.CLOCKS)):
                 stream.run(name)
             for api, version, uri in rng.sample(queries, self.SAMPLE):
                 api.microversion = version
                 self.assertSameNow(api, uri, '%d %s' % (step, name),
                                    counted=self.counted(step))
+        self.at = 'the end of the stream'
         self.assertGreaterEqual(self.served, 0.9 * self.answers,
                                 '%d of %d answers served by the index; '
                                 'the others handed to Nova for: %s'

@@ -100,6 +100,7 @@ class TestChangeStreamWriterBlocked(changes._ChangeStream,
 
     def _stream(self, rng):
         super()._stream(rng)
+        self.at = 'the checks after the stream'
         # Nothing held back is lost: recorded, and applied by the next list.
         self.assertTrue(process.get_batcher(ext_conf.CONF).flush(30))
         self.assertEqual({}, process.held())
