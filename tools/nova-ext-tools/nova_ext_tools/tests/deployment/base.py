@@ -18,7 +18,6 @@ import urllib.request
 
 from nova_ext_tools.cloud import bootstrap
 from nova_ext_tools.cloud import build
-from nova_ext_tools.cloud import novaext
 
 
 def state():
@@ -74,11 +73,6 @@ class CloudTestCase(unittest.TestCase):
     def log_of(self, name):
         with open(self.cloud.ps.log(name), errors='replace') as f:
             return f.read()
-
-
-def list_counters(text):
-    """{outcome: total} of every nova-api process, from /metrics."""
-    return novaext.list_counters(text)
 
 
 def metrics(lay):

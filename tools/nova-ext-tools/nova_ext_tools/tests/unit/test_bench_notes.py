@@ -352,11 +352,15 @@ class FrozenHeap(fixtures.Fixture):
         self.addCleanup(gc.unfreeze)
 
 
-class TestTimeCollectsBetweenRequests(base.TestCase):
+class _Collecting(base.TestCase):
+    """Runs the benchmark's rounds, which collect before each request."""
 
     def setUp(self):
         super().setUp()
         self.useFixture(FrozenHeap())
+
+
+class TestTimeCollectsBetweenRequests(_Collecting):
 
     def test_each_request_starts_from_a_collected_heap(self):
         selector = _Selector()
@@ -376,11 +380,7 @@ class TestTimeCollectsBetweenRequests(base.TestCase):
         self.assertEqual(set(gc_ms[listquery.HEADLINE]), set(listquery.PATHS))
 
 
-class TestRoundOrder(base.TestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.useFixture(FrozenHeap())
+class TestRoundOrder(_Collecting):
 
     def test_queries_take_a_new_order_each_round(self):
         rounds = 3
@@ -453,12 +453,11 @@ class _WatchingApi(_Api):
         return super().api_request(url, check_response_status)
 
 
-class TestIsolated(base.TestCase):
+class TestIsolated(_Collecting):
     """Each index path and the bare reference in forked children."""
 
     def setUp(self):
         super().setUp()
-        self.useFixture(FrozenHeap())
         tmp = self.useFixture(fixtures.TempDir()).path
         self.engine = sa.create_engine(
             'sqlite:///%s' % os.path.join(tmp, 'index.sqlite'))
