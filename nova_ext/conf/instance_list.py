@@ -86,6 +86,24 @@ reused for as long as its name and the request's URL stay the same.
 Read when nova-api starts.
 """),
     cfg.IntOpt(
+        'page_cache_size',
+        default=0,
+        min=0,
+        help="""
+With ``fast_render``, how many pages of index rows each nova-api process
+keeps: for ``GET /servers``, and for ``GET /servers/detail`` with
+``render_cache_size``. 0 keeps none.
+
+A page is what the index query gave for one query (filters, sort, limit,
+marker, the caller's project and role); it answers the same query again,
+without querying, for as long as the index is unchanged: any change to a
+row a list reads, from any process, moves the index's generation, and the
+next request lists anew. What a list reads outside the index (build
+requests, the cells' health, the changes recorded but not applied yet, the
+marker's instance mapping) is still read by every request. A page of a
+thousand servers takes about a megabyte. Read when nova-api starts.
+"""),
+    cfg.IntOpt(
         'neutron_requests_at_once',
         default=4,
         min=1,

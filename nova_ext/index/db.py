@@ -24,6 +24,7 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from sqlalchemy import exc as sa_exc
 
+from nova_ext.index import generation
 from nova_ext.index import lock_waits
 from nova_ext.index import sqlite
 
@@ -58,18 +59,24 @@ def begin_write(engine, timeout=None, cooperative=True):
         between tries, so that under eventlet the rest of the process runs
         meanwhile (SQLite's own wait blocks every greenthread). False where
         no other greenthread may run: SQLite waits, for ``timeout`` at most.
+
+    A transaction that changed rows a list reads moves the index's
+    generation before it commits (``generation``).
     """
     with engine.connect() as conn:
         conn.execution_options(**{WRITE: True})
+        generation.begun(conn)
         if engine.dialect.name != 'sqlite':
             with conn.begin(), lock_waits.bounded(conn, timeout):
                 yield conn
+                generation.before_commit(conn)
             return
         wait = (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
                 else timeout)
         try:
             with sqlite.begin_write(conn, wait, cooperative):
                 yield conn
+                generation.before_commit(conn)
         finally:
             sqlite.busy_timeout(conn, sqlite.READ_BUSY_TIMEOUT_MS)
 
@@ -146,6 +153,7 @@ def get_context_manager(conf, in_transaction=False):
                                       url,
                                       conf.nova_ext_index.query_timeout)))
             engine = manager.writer.get_engine()
+            generation.watch(engine)
             if engine.dialect.name == 'sqlite':
                 sqlite.setup(engine, WRITE)
             _MANAGERS[(url, in_transaction)] = manager

@@ -20,6 +20,7 @@ in Nova's own schema, which Nova's list code reads), the index keeps:
   and not applied yet (marks), the holds Nova's open transactions keep on
   them, and the processes that hold them;
 * :data:`SEQUENCE`: the numbers that order marks and reads;
+* :data:`GENERATION`: one row that every change to the listed rows moves;
 * :data:`SERVICE_CHANGES`: a generation per host whose services changed;
 * :data:`SYNC_CURSORS`: how far ``index sync`` went in each cell;
 * :data:`RECONCILE_LEASES`: who runs the reconcile pass, and its last;
@@ -88,6 +89,14 @@ RECONCILE_LEASES = sa.table(
     sa.column('last_started_at', sa.Float),
     sa.column('last_finished_at', sa.Float),
     sa.column('last_result', sa.Text))
+
+#: One row (``id`` 1): ``generation`` counted up and a new random ``token``
+#: by each transaction that changes what a list reads
+#: (``nova_ext.index.generation``).
+GENERATION = sa.table(
+    'nova_ext_index_generation',
+    sa.column('id', sa.Integer), sa.column('generation', sa.BigInteger),
+    sa.column('token', sa.String))
 
 #: One row per number taken; all but the highest are pruned
 #: (``sequence.prune``)

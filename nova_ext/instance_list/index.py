@@ -22,14 +22,11 @@ Only what cannot be stored is fetched at request time: the services behind
 ``services``).
 """
 
-import collections
-import contextlib
 import time
 import uuid as uuid_lib
 
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
-from nova.db.main import models
 from nova import exception as nova_exception
 from nova import objects
 from oslo_db import exception as db_exc
@@ -39,6 +36,7 @@ import sqlalchemy as sa
 from nova_ext import conf as ext_conf
 from nova_ext.index.apply import source
 from nova_ext.index import db
+from nova_ext.index import generation
 from nova_ext.index import ids
 from nova_ext.index import schema
 from nova_ext.index.upkeep import metrics
@@ -48,10 +46,13 @@ from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import index_checks
+from nova_ext.instance_list import index_reads
+from nova_ext.instance_list import page_cache
 from nova_ext.instance_list import services
 from nova_ext.seams.internals import cells as nova_cells
 from nova_ext.seams.internals import instance_lister
 from nova_ext.seams.internals import instances as nova_instances
+from nova_ext.seams.internals import orm
 
 CONF = ext_conf.CONF
 LOG = logging.getLogger(__name__)
@@ -89,13 +90,8 @@ class _IndexLister(instance_lister.InstanceLister):
     def marker_record(self, ctx, marker):
         # Nova looks the marker up in the cell its mapping names; the index
         # holds every cell, so it is looked up there, as Nova does:
-        # elevated, deleted included, without joins. As in Nova, a server
-        # without a mapping (archived) is no marker, whatever the index
-        # still holds of it.
-        try:
-            objects.InstanceMapping.get_by_instance_uuid(ctx, marker)
-        except nova_exception.InstanceMappingNotFound:
-            raise nova_exception.MarkerNotFound(marker=marker)
+        # elevated, deleted included, without joins.
+        check_marker_mapped(ctx, marker)
         elevated = ctx.elevated(read_deleted='yes')
         with nova_context.target_cell(elevated, self.cell) as ictx:
             try:
@@ -107,6 +103,18 @@ class _IndexLister(instance_lister.InstanceLister):
             raise base.Unservable('marker %s is not in the index yet'
                                   % marker)
         return self.cell.uuid, db_inst
+
+
+def check_marker_mapped(ctx, marker):
+    """Raise MarkerNotFound, as Nova does, for a marker without a mapping.
+
+    As in Nova, a server without a mapping (archived) is no marker,
+    whatever the index still holds of it.
+    """
+    try:
+        objects.InstanceMapping.get_by_instance_uuid(ctx, marker)
+    except nova_exception.InstanceMappingNotFound:
+        raise nova_exception.MarkerNotFound(marker=marker)
 
 
 def _restore_ids(instances):
@@ -178,6 +186,9 @@ class IndexDriver(base.RowsDriver):
             Not for more rows of a page its request listed a moment ago:
             that request did both, and the rows are the index's.
         """
+        # Before Nova's query code changes the filters it is handed.
+        query = (filters, limit, marker, attrs, sort_keys, sort_dirs,
+                 cell_down_support, orm.columns())
         index_checks.tombstones(self.conf, filters)
         index_checks.regex_dialect(self.conf, filters)
         check = self.catch_up.check(ctx, self.cells) if catch_up else None
@@ -198,7 +209,19 @@ class IndexDriver(base.RowsDriver):
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             self._schema_checked = False
             raise base.Unavailable('index database unreachable: %s' % e)
-        cell = index_cell(self.conf)
+        pages = page_key = None
+        # Only the narrowed rows of rendered pages: flat dicts.
+        if catch_up and query[-1] is not None:
+            pages, page_key = self.page_key(ctx, query)
+        if page_key is not None:
+            kept = pages.get(page_key)
+            if kept is not None:
+                if marker is not None:
+                    check_marker_mapped(ctx, marker)
+                records = [dict(row) for row in kept]
+                self.catch_up.check_archived(ctx, records)
+                return records
+        cell = self.cell()
         batch_size = instance_lister.batch_size(limit, [cell])
         lister = _IndexLister(cell, sort_keys, sort_dirs, batch_size)
         try:
@@ -237,7 +260,26 @@ class IndexDriver(base.RowsDriver):
             raise base.Unservable('this request\'s index query failed: %s'
                                   % error)
         self.catch_up.check_archived(ctx, records)
+        if page_key is not None:
+            pages.put(page_key, tuple(dict(row) for row in records))
         return records
+
+    def cell(self):
+        """The index, as the cell mapping Nova's query code targets."""
+        return index_cell(self.conf)
+
+    def page_key(self, ctx, query):
+        """``(page cache, key of query now)``, or ``(None, None)``.
+
+        Read after the request's catch-up, before its query.
+        """
+        pages = page_cache.cache(self.conf)
+        if pages is None:
+            return None, None
+        now = generation.read(db.get_engine(self.conf))
+        if now is None:
+            return None, None
+        return pages, page_cache.key(now, ctx, query)
 
     def schema_error(self):
         """What is wrong with the index's tables, or None.
@@ -274,62 +316,10 @@ class IndexDriver(base.RowsDriver):
     def volumes(self, ctx, uuids):
         """The volumes of some instances, as Nova's server view shows them.
 
-        Nova's view reads every cell of the page for the block device
-        mappings of its instances; the index holds them, and answers the
-        same query (the context's ``read_deleted`` applies, as in the
-        cells), only without making ORM objects of its rows.
-
-        Nova's query has no ORDER BY: a server's volumes come in the order
-        of whichever table index its cell's database picks, which depends
-        on how that database's schema was made. The volumes of a server
-        that has several are therefore read from its cell, as Nova reads
-        them; a page reads the cells only for those.
-
-        :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
+        :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``,
+            see ``index_reads.volumes``.
         """
-        model = models.BlockDeviceMapping
-        found = collections.defaultdict(list)
-        if not uuids:
-            return found
-        with self._reading(ctx) as ictx:
-            # Nova's query and rules, reading the three columns the view
-            # shows: a mapping's other columns (connection info, ...) are
-            # most of its bytes.
-            query = main_db_api.model_query(ictx, model).filter(
-                model.instance_uuid.in_(uuids)).with_entities(
-                model.instance_uuid, model.volume_id,
-                model.delete_on_termination)
-            for uuid, volume_id, delete_on_termination in query:
-                found[uuid].append(
-                    {'volume_id': volume_id,
-                     'delete_on_termination': delete_on_termination})
-        # Nova's view shows the mappings that have a volume.
-        several = [uuid for uuid, volumes in found.items()
-                   if sum(1 for v in volumes if v['volume_id']) > 1]
-        if several:
-            found.update(self._volumes_from_cells(ctx, several))
-        return found
-
-    def _volumes_from_cells(self, ctx, uuids):
-        book = schema.INSTANCES
-        with db.get_engine(self.conf).connect() as conn:
-            cells = conn.execute(sa.select(book.c.uuid, book.c.cell_uuid)
-                                 .where(book.c.uuid.in_(uuids))).all()
-        by_cell = collections.defaultdict(list)
-        for uuid, cell_uuid in cells:
-            by_cell[cell_uuid].append(uuid)
-        found = {}
-        for cell_uuid, cell_uuids in by_cell.items():
-            cell = objects.CellMapping.get_by_uuid(ctx, cell_uuid)
-            with nova_context.target_cell(ctx, cell) as cctx:
-                bdms = objects.BlockDeviceMappingList.bdms_by_instance_uuid(
-                    cctx, cell_uuids)
-            for uuid in cell_uuids:
-                found[uuid] = [
-                    {'volume_id': bdm.volume_id,
-                     'delete_on_termination': bdm.delete_on_termination}
-                    for bdm in bdms.get(uuid, ())]
-        return found
+        return index_reads.volumes(self, ctx, uuids)
 
     def fill_services(self, ctx, instances, cell_of):
         self.services.fill(ctx, instances, cell_of)
@@ -337,33 +327,10 @@ class IndexDriver(base.RowsDriver):
     def metadata(self, ctx, uuids, system=False):
         """The (system) metadata rows of some instances, as plain dicts.
 
-        The same query as Nova's manual join of ``metadata`` or
-        ``system_metadata`` (deleted rows included where Nova's are), only
-        without building an ORM object per row.
-
-        :returns: ``{uuid: [{'key', 'value', 'deleted'}]}``.
+        :returns: ``{uuid: [{'key', 'value', 'deleted'}]}``, see
+            ``index_reads.metadata``.
         """
-        model = (models.InstanceSystemMetadata if system
-                 else models.InstanceMetadata)
-        by_uuid = collections.defaultdict(list)
-        if not uuids:
-            return by_uuid
-        with self._reading(ctx) as ictx:
-            query = main_db_api.model_query(
-                ictx, model, read_deleted='yes' if system else None
-            ).filter(model.instance_uuid.in_(uuids)).with_entities(
-                model.instance_uuid, model.key, model.value, model.deleted)
-            for uuid, key, value, deleted in query:
-                by_uuid[uuid].append(
-                    {'key': key, 'value': value, 'deleted': deleted})
-        return by_uuid
-
-    @contextlib.contextmanager
-    def _reading(self, ctx):
-        """``ctx`` targeted at the index, in a reader transaction."""
-        with nova_context.target_cell(ctx, index_cell(self.conf)) as ictx:
-            with main_db_api.get_context_manager(ictx).reader.using(ictx):
-                yield ictx
+        return index_reads.metadata(self, ctx, uuids, system=system)
 
     def get_instance_objects_sorted(self, ctx, filters, limit, marker,
                                     expected_attrs, sort_keys, sort_dirs,

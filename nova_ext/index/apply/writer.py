@@ -34,6 +34,7 @@ import sqlalchemy as sa
 
 from nova_ext.index.apply import source
 from nova_ext.index import db
+from nova_ext.index import generation
 from nova_ext.index import ids
 from nova_ext.index import schema
 
@@ -274,7 +275,11 @@ def _touch(conn, reads):
     :param reads: ``[(read, uuid)]``; each read's ticket is at least the
         book's (else it would be stale).
     """
-    if reads:
+    if not reads:
+        return
+    # No list reads checked_at or ticket (a document's version is
+    # read_at): a check changes no page.
+    with generation.unlisted(conn):
         conn.execute(sa.update(schema.INSTANCES).where(
             schema.INSTANCES.c.uuid == sa.bindparam('touched')).values(
             checked_at=sa.bindparam('at'), ticket=sa.bindparam('t')),

@@ -40,14 +40,13 @@ cache under the request's part of the key, the uuid and the name
 (:func:`listed_key`): nothing else of the row is shown.
 """
 
-import collections
 import datetime
-import threading
 
 from nova import availability_zones
 from nova import conf as nova_conf
 from oslo_serialization import jsonutils
 
+from nova_ext.instance_list import lru
 from nova_ext.instance_list.render import encode
 
 CONF = nova_conf.CONF
@@ -60,34 +59,8 @@ _FLAGS = ('extend_address', 'show_extra_specs', 'show_AZ',
           'cell_down_support', 'show_server_groups', 'show_user_data')
 
 
-class RenderCache(object):
-    """A bounded, thread-safe LRU map of keys to server documents."""
-
-    def __init__(self, size):
-        self.size = size
-        self._docs = collections.OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-
-    def get(self, key):
-        with self._lock:
-            doc = self._docs.get(key)
-            if doc is None:
-                self.misses += 1
-                return None
-            self._docs.move_to_end(key)
-            self.hits += 1
-            return doc
-
-    def put(self, key, doc):
-        with self._lock:
-            self._docs[key] = doc
-            self._docs.move_to_end(key)
-            while len(self._docs) > self.size:
-                self._docs.popitem(last=False)
-
-    def __len__(self):
-        return len(self._docs)
+class RenderCache(lru.LRUCache):
+    """Server documents by :func:`key` and :func:`listed_key`."""
 
 
 _CACHE = None

@@ -148,6 +148,11 @@ def detach_narrowing():
         _COLUMNS = None
 
 
+def columns():
+    """What the list query reads if run now: columns, or None if whole."""
+    return _COLUMNS() if _COLUMNS is not None else None
+
+
 def narrowing():
     """Whether the listener is installed in this process."""
     return _COLUMNS is not None

@@ -39,6 +39,7 @@ from nova_ext.index import db as index_db
 from nova_ext.index.marks import pending as index_pending
 from nova_ext.index.marks import process as index_process
 from nova_ext.index.upkeep import migration as index_migration
+from nova_ext.instance_list import page_cache
 from nova_ext.instance_list import render
 from nova_ext.instance_list.render import render_cache
 from nova_ext.notifications import dispatcher
@@ -208,6 +209,7 @@ class IndexFixture(fixtures.Fixture):
         index_db.reset()
         self.addCleanup(index_db.reset)
         self.addCleanup(render_cache.reset)
+        self.addCleanup(page_cache.reset)
         # Runs before index_db.reset: the worker uses the engine.
         self.addCleanup(index_process.reset)
         index_migration.db_sync(CONF)

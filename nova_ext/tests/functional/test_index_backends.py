@@ -71,7 +71,9 @@ from nova_ext.cell0_rebuild import models as cell0_models
 from nova_ext import conf as ext_conf
 from nova_ext.index.apply import source
 from nova_ext.index.apply import writer
+from nova_ext.index import db
 from nova_ext.index.feeds import service_changes
+from nova_ext.index import generation
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import sequence
 from nova_ext.index import schema
@@ -317,6 +319,52 @@ class _Schema(_OnServer):
             self.assertEqual(2, sequence.prune(conn))
         self.assertEqual(later, sequence.ticket(engine))
         self.assertGreater(pending.mark(engine, [('c', 3.0)]), later)
+
+    def test_the_generation_orders_what_is_committed(self):
+        # A writer that moved the generation holds its row until it
+        # commits: another writer waits for it, a reader sees neither its
+        # rows nor its generation meanwhile, and the generations count the
+        # commits in the order they were made.
+        engine = self.index.engine
+        other = sa.create_engine(engine.url)
+        self.addCleanup(other.dispose)
+        generation.watch(other)
+        first = generation.read(engine)
+        c = source.INSTANCES.c
+        seen = {}
+
+        def insert(uuid, id):
+            return lambda conn: conn.execute(sa.insert(source.INSTANCES)
+                                             .values(id=id, uuid=uuid,
+                                                     deleted=0))
+        later = threading.Thread(target=db.write, args=(other,
+                                                        insert('b', 2)),
+                                 kwargs={'timeout': 30})
+
+        def moved(conn, cursor, statement, parameters, context, many):
+            if (statement.startswith('UPDATE nova_ext_index_generation') and
+                    not later.is_alive() and 'now' not in seen):
+                later.start()
+                later.join(2)
+                seen['waited'] = later.is_alive()
+                seen['now'] = generation.read(other)
+                with other.connect() as reader:
+                    seen['rows'] = reader.execute(
+                        sa.select(sa.func.count()).select_from(
+                            source.INSTANCES)).scalar()
+        sa.event.listen(engine, 'after_cursor_execute', moved)
+        self.addCleanup(sa.event.remove, engine, 'after_cursor_execute',
+                        moved)
+        db.write(engine, insert('a', 1))
+        later.join(60)
+        self.assertFalse(later.is_alive())
+        self.assertEqual({'waited': True, 'now': first, 'rows': 0}, seen)
+        last = generation.read(engine)
+        self.assertEqual(first[0] + 2, last[0])
+        self.assertNotEqual(first[1], last[1])
+        with engine.connect() as conn:
+            self.assertEqual(['a', 'b'], [r[0] for r in conn.execute(
+                sa.select(c.uuid).order_by(c.id))])
 
     def test_service_changes_racing_for_one_host(self):
         # Another process bumps a host this bump found missing, just before

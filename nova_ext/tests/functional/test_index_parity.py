@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from nova_ext import conf as ext_conf
 from nova_ext.index.repair import sync
 from nova_ext.index import schema
+from nova_ext.instance_list import page_cache
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list import serving
@@ -387,11 +388,16 @@ class TestFastRenderParity(TestIndexParity):
 
 CACHED_OPTIONS = {
     'nova_ext_instance_list': {'driver': 'index', 'fast_render': True,
-                               'render_cache_size': 100000}}
+                               'render_cache_size': 100000,
+                               'page_cache_size': 100}}
 
 
 class _RenderCacheMixin(object):
-    """Every answer twice: the second from the render cache, also Nova's."""
+    """Every answer twice: the second from the caches, also Nova's.
+
+    The second request finds its documents in the render cache and, unless
+    the index changed in between, its rows in the page cache.
+    """
 
     def assertSameAnswer(self, api, uri, **kwargs):
         self._get(api, uri)
@@ -419,6 +425,8 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertTrue(first.json()['servers'])
         hits, narrowed = cache.hits, nova_orm.narrowed_queries
         driver = self.selector.driver
+        # Listed again, not taken from the page cache.
+        self.flags(page_cache_size=0, group='nova_ext_instance_list')
         with mock.patch.object(driver, 'versions',
                                wraps=driver.versions) as versions:
             self.assertSameAnswer(self.admin_api, uri)
@@ -430,6 +438,39 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         # Nova's list query was read narrow, for both requests through the
         # index (in batches); if Nova's query changes shape, this fails.
         self.assertGreaterEqual(nova_orm.narrowed_queries - narrowed, 2)
+
+    def test_pages_come_from_the_page_cache(self):
+        pages = page_cache.cache(ext_conf.CONF)
+        for uri in ('servers/detail?all_tenants=1',
+                    'servers?all_tenants=1&limit=2&sort_key=display_name',
+                    'servers/detail?all_tenants=1&deleted=true'):
+            self._get(self.admin_api, uri)
+            hits, narrowed = pages.hits, nova_orm.narrowed_queries
+            self.assertSameAnswer(self.admin_api, uri, served=True)
+            # nova_ext's answers were the page listed by the first request,
+            # not queried again, and Nova's.
+            self.assertEqual(narrowed, nova_orm.narrowed_queries, uri)
+            self.assertGreater(pages.hits, hits, uri)
+        # A change to a listed row, from the API: the next page is listed
+        # anew, and shows it.
+        renamed = self.servers['active1']['id']
+        self.admin_api.put_server(renamed, {'server': {'name': 'zzz'}})
+        self.sync_index()
+        narrowed = nova_orm.narrowed_queries
+        got = self.assertSameAnswer(self.admin_api,
+                                    'servers/detail?all_tenants=1',
+                                    served=True)
+        self.assertGreater(nova_orm.narrowed_queries, narrowed)
+        self.assertIn('zzz', [s['name'] for s in got.json()['servers']])
+        # The next page of a paged list, by its marker, from the cache too.
+        uri = 'servers?all_tenants=1&limit=2&sort_key=display_name'
+        marker = self._get(self.admin_api, uri).json()['servers'][-1]['id']
+        uri += '&marker=' + marker
+        self._get(self.admin_api, uri)
+        hits, narrowed = pages.hits, nova_orm.narrowed_queries
+        self.assertSameAnswer(self.admin_api, uri, served=True)
+        self.assertEqual(narrowed, nova_orm.narrowed_queries)
+        self.assertGreater(pages.hits, hits)
 
     def test_lists_come_from_the_cache(self):
         # GET /servers: documents from the cache, no request specs read

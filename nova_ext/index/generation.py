@@ -1,0 +1,135 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The index's generation: what a list read, named by one value.
+
+Every transaction that writes the index (``db.begin_write``) and changes a
+row a list can read (the copies of Nova's tables, the book) moves the one
+row of ``nova_ext_index_generation`` before it commits: ``generation``
+counted up, a new random ``token``. So the pair names one state of what a
+list reads:
+
+- the row is locked from that update to the commit, so writers commit in
+  the order of their generations, and a reader that sees a generation sees
+  every commit up to it and none after;
+- a list query begun after reading the pair sees that state or a later
+  one, never an earlier one;
+- the token is new at each change, so a database restored from a backup,
+  or made again, never shows an old pair for other rows.
+
+Which statements change listed rows is read from each statement a
+connection runs (``watch``): any write to a table that is not one of the
+index's own bookkeeping tables counts, but for what a writer runs
+:func:`unlisted` (a check of rows found unchanged).
+"""
+
+import contextlib
+import re
+import uuid
+
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from nova_ext.index import schema
+
+LOG = logging.getLogger(__name__)
+
+#: The key in a connection's ``info`` of "this transaction changed listed
+#: rows".
+WROTE = 'nova_ext_index_changed_listed'
+#: The key in a connection's ``info`` of "what runs now changes nothing a
+#: list reads" (:func:`unlisted`).
+_UNLISTED = 'nova_ext_index_unlisted'
+
+#: The index's tables no list reads: writing them moves no generation.
+BOOKKEEPING = frozenset([
+    'nova_ext_index_pending', 'nova_ext_index_holds',
+    'nova_ext_index_holders', 'nova_ext_index_service_changes',
+    'nova_ext_index_sync', 'nova_ext_index_metrics',
+    'nova_ext_index_reconcile', 'nova_ext_index_generation',
+    'nova_ext_index_sequence', 'alembic_version'])
+#: Statements that write nothing (SELECT ... FOR UPDATE reads).
+_READS = frozenset(['SELECT', 'PRAGMA', 'SET', 'BEGIN', 'COMMIT', 'ROLLBACK',
+                    'SAVEPOINT', 'RELEASE', 'SHOW', 'EXPLAIN', 'START',
+                    'XA'])
+_TABLE = re.compile(
+    r'^\s*(?:INSERT(?:\s+OR\s+\w+)?(?:\s+IGNORE)?\s+INTO|REPLACE\s+INTO|'
+    r'UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+[`"]?(\w+)', re.IGNORECASE)
+
+
+def changes_listed(statement):
+    """Whether SQL ``statement`` may change a row a list reads.
+
+    Any statement but a read, unless it names a bookkeeping table as the
+    one it writes; what cannot be told counts as a change.
+    """
+    words = statement.lstrip().split(None, 1)
+    if not words or words[0].upper() in _READS:
+        return False
+    found = _TABLE.match(statement)
+    return found is None or found.group(1) not in BOOKKEEPING
+
+
+def watch(engine):
+    """Have ``engine``'s connections note the statements that change rows."""
+    def _noted(conn, cursor, statement, parameters, context, executemany):
+        if not conn.info.get(_UNLISTED) and changes_listed(statement):
+            conn.info[WROTE] = True
+    sa.event.listen(engine, 'before_cursor_execute', _noted)
+
+
+@contextlib.contextmanager
+def unlisted(conn):
+    """Within, what ``conn`` writes moves no generation.
+
+    For a write to columns of a listed table that no list reads (when the
+    book's rows were checked), named by its writer.
+    """
+    conn.info[_UNLISTED] = True
+    try:
+        yield conn
+    finally:
+        conn.info.pop(_UNLISTED, None)
+
+
+def begun(conn):
+    """A writing transaction begins on ``conn``: nothing changed yet."""
+    conn.info.pop(WROTE, None)
+
+
+def before_commit(conn):
+    """Move the generation if ``conn``'s transaction changed listed rows.
+
+    The last statement of the transaction: the row stays locked for the
+    commit only.
+    """
+    if not conn.info.pop(WROTE, False):
+        return
+    table = schema.GENERATION
+    conn.execute(sa.update(table).where(table.c.id == 1).values(
+        generation=table.c.generation + 1, token=str(uuid.uuid4())))
+
+
+def read(engine):
+    """The generation now, ``(generation, token)``; None if unknown.
+
+    Read before a list's query, which then sees this state or a later one.
+    """
+    table = schema.GENERATION
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(sa.select(table.c.generation, table.c.token)
+                               .where(table.c.id == 1)).first()
+    except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
+        LOG.debug('nova_ext index generation unread: %s', e)
+        return None
+    return None if row is None else (row[0], row[1])

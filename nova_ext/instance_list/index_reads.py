@@ -1,0 +1,140 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What a rendered page reads of the index beside its rows.
+
+The volumes and the metadata of the page's servers, read with Nova's own
+queries over the index (``index.IndexDriver`` targets the index as a cell),
+as plain dicts instead of ORM objects. With the page cache, the volumes of
+a page are kept under the index's generation, as its rows are
+(``page_cache``).
+"""
+
+import collections
+import contextlib
+
+from nova import context as nova_context
+from nova.db.main import api as main_db_api
+from nova.db.main import models
+from nova import objects
+import sqlalchemy as sa
+
+from nova_ext.index import db
+from nova_ext.index import schema
+
+
+@contextlib.contextmanager
+def reading(driver, ctx):
+    """``ctx`` targeted at the index, in a reader transaction."""
+    with nova_context.target_cell(ctx, driver.cell()) as ictx:
+        with main_db_api.get_context_manager(ictx).reader.using(ictx):
+            yield ictx
+
+
+def volumes(driver, ctx, uuids):
+    """The volumes of some instances, as Nova's server view shows them.
+
+    Nova's view reads every cell of the page for the block device mappings
+    of its instances; the index holds them, and answers the same query (the
+    context's ``read_deleted`` applies, as in the cells), only without
+    making ORM objects of its rows.
+
+    Nova's query has no ORDER BY: a server's volumes come in the order of
+    whichever table index its cell's database picks, which depends on how
+    that database's schema was made. The volumes of a server that has
+    several are therefore read from its cell, as Nova reads them, at each
+    request; a page reads the cells only for those.
+
+    :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
+    """
+    found = collections.defaultdict(list)
+    if not uuids:
+        return found
+    pages, key = driver.page_key(ctx, ('volumes', tuple(uuids)))
+    indexed = pages.get(key) if key is not None else None
+    if indexed is None:
+        indexed = _indexed_volumes(driver, ctx, uuids)
+        if key is not None:
+            pages.put(key, indexed)
+    for uuid, listed in indexed:
+        found[uuid] = [dict(v) for v in listed]
+    # Nova's view shows the mappings that have a volume.
+    several = [uuid for uuid, listed in found.items()
+               if sum(1 for v in listed if v['volume_id']) > 1]
+    if several:
+        found.update(_volumes_from_cells(driver, ctx, several))
+    return found
+
+
+def _indexed_volumes(driver, ctx, uuids):
+    """``[(uuid, [volume dicts])]`` of the index's mappings of ``uuids``."""
+    model = models.BlockDeviceMapping
+    found = collections.defaultdict(list)
+    with reading(driver, ctx) as ictx:
+        # Nova's query and rules, reading the three columns the view
+        # shows: a mapping's other columns (connection info, ...) are most
+        # of its bytes.
+        query = main_db_api.model_query(ictx, model).filter(
+            model.instance_uuid.in_(uuids)).with_entities(
+            model.instance_uuid, model.volume_id,
+            model.delete_on_termination)
+        for uuid, volume_id, delete_on_termination in query:
+            found[uuid].append(
+                {'volume_id': volume_id,
+                 'delete_on_termination': delete_on_termination})
+    return list(found.items())
+
+
+def _volumes_from_cells(driver, ctx, uuids):
+    book = schema.INSTANCES
+    with db.get_engine(driver.conf).connect() as conn:
+        cells = conn.execute(sa.select(book.c.uuid, book.c.cell_uuid)
+                             .where(book.c.uuid.in_(uuids))).all()
+    by_cell = collections.defaultdict(list)
+    for uuid, cell_uuid in cells:
+        by_cell[cell_uuid].append(uuid)
+    found = {}
+    for cell_uuid, cell_uuids in by_cell.items():
+        cell = objects.CellMapping.get_by_uuid(ctx, cell_uuid)
+        with nova_context.target_cell(ctx, cell) as cctx:
+            bdms = objects.BlockDeviceMappingList.bdms_by_instance_uuid(
+                cctx, cell_uuids)
+        for uuid in cell_uuids:
+            found[uuid] = [
+                {'volume_id': bdm.volume_id,
+                 'delete_on_termination': bdm.delete_on_termination}
+                for bdm in bdms.get(uuid, ())]
+    return found
+
+
+def metadata(driver, ctx, uuids, system=False):
+    """The (system) metadata rows of some instances, as plain dicts.
+
+    The same query as Nova's manual join of ``metadata`` or
+    ``system_metadata`` (deleted rows included where Nova's are), only
+    without building an ORM object per row.
+
+    :returns: ``{uuid: [{'key', 'value', 'deleted'}]}``.
+    """
+    model = (models.InstanceSystemMetadata if system
+             else models.InstanceMetadata)
+    by_uuid = collections.defaultdict(list)
+    if not uuids:
+        return by_uuid
+    with reading(driver, ctx) as ictx:
+        query = main_db_api.model_query(
+            ictx, model, read_deleted='yes' if system else None
+        ).filter(model.instance_uuid.in_(uuids)).with_entities(
+            model.instance_uuid, model.key, model.value, model.deleted)
+        for uuid, key, value, deleted in query:
+            by_uuid[uuid].append(
+                {'key': key, 'value': value, 'deleted': deleted})
+    return by_uuid
