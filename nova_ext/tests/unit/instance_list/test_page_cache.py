@@ -19,18 +19,6 @@ from nova_ext.tests.unit import base
 
 class TestPageCache(base.TestCase):
 
-    def test_least_recently_used_goes_first(self):
-        pages = page_cache.PageCache(2)
-        pages.put('a', ('A',))
-        pages.put('b', ('B',))
-        self.assertEqual(('A',), pages.get('a'))
-        pages.put('c', ('C',))
-        self.assertIsNone(pages.get('b'))
-        self.assertEqual(('A',), pages.get('a'))
-        self.assertEqual(('C',), pages.get('c'))
-        self.assertEqual(2, len(pages))
-        self.assertEqual((3, 1), (pages.hits, pages.misses))
-
     def test_keys(self):
         admin = types.SimpleNamespace(is_admin=True, project_id='p',
                                       user_id='u', read_deleted='no')

@@ -1,0 +1,29 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from nova_ext.instance_list import lru
+from nova_ext.tests.unit import base
+
+
+class TestLRUCache(base.TestCase):
+
+    def test_least_recently_used_goes_first(self):
+        pages = lru.LRUCache(2)
+        pages.put('a', ('A',))
+        pages.put('b', ('B',))
+        self.assertEqual(('A',), pages.get('a'))
+        pages.put('c', ('C',))
+        self.assertIsNone(pages.get('b'))
+        self.assertEqual(('A',), pages.get('a'))
+        self.assertEqual(('C',), pages.get('c'))
+        self.assertEqual(2, len(pages))
+        self.assertEqual((3, 1), (pages.hits, pages.misses))
