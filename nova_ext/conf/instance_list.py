@@ -92,7 +92,8 @@ Read when nova-api starts.
         help="""
 With ``fast_render``, how many pages of index rows each nova-api process
 keeps: for ``GET /servers``, and for ``GET /servers/detail`` with
-``render_cache_size``. 0 keeps none.
+``render_cache_size`` (a detailed page counts twice: its rows and its
+volumes). 0 keeps none.
 
 A page is what the index query gave for one query (filters, sort, limit,
 marker, the caller's project and role); it answers the same query again,
