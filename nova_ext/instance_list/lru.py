@@ -48,3 +48,31 @@ class LRUCache(object):
 
     def __len__(self):
         return len(self._values)
+
+
+class PerProcess(object):
+    """A process's one cache, made at its first use, anew if resized."""
+
+    def __init__(self, make):
+        """:param make: a function of a size, giving an empty cache."""
+        self._make = make
+        self._cache = None
+        self._lock = threading.Lock()
+
+    def get(self, size):
+        """The cache of ``size`` entries; None if ``size`` is 0.
+
+        At 0, a cache already made is kept, unused, until the size
+        changes.
+        """
+        if not size:
+            return None
+        with self._lock:
+            if self._cache is None or self._cache.size != size:
+                self._cache = self._make(size)
+            return self._cache
+
+    def reset(self):
+        """Forget the cache (tests)."""
+        with self._lock:
+            self._cache = None

@@ -28,39 +28,23 @@ flat dicts of a few columns, copied in and out by the driver; and the
 volumes of a rendered page (``index_reads``), read from the index too.
 """
 
-import threading
-
 from nova_ext.instance_list import lru
 
 #: Under which key a non-admin's list is scoped (Nova's query reads it).
 _CONTEXT = ('is_admin', 'project_id', 'user_id', 'read_deleted')
 
 
-class PageCache(lru.LRUCache):
-    """Pages of rows, and volumes, by :func:`key`."""
-
-
-_CACHE = None
-_CACHE_LOCK = threading.Lock()
+_CACHE = lru.PerProcess(lru.LRUCache)
 
 
 def cache(conf):
     """This process's cache, sized by ``page_cache_size``; None if 0."""
-    global _CACHE
-    size = conf.nova_ext_instance_list.page_cache_size
-    if not size:
-        return None
-    with _CACHE_LOCK:
-        if _CACHE is None or _CACHE.size != size:
-            _CACHE = PageCache(size)
-        return _CACHE
+    return _CACHE.get(conf.nova_ext_instance_list.page_cache_size)
 
 
 def reset():
     """Forget this process's cache (tests)."""
-    global _CACHE
-    with _CACHE_LOCK:
-        _CACHE = None
+    _CACHE.reset()
 
 
 def key(generation, ctx, query):

@@ -63,7 +63,7 @@ class RenderCache(lru.LRUCache):
     """Server documents by :func:`key` and :func:`listed_key`."""
 
 
-_CACHE = None
+_CACHE = lru.PerProcess(RenderCache)
 
 
 def cache(conf):
@@ -73,19 +73,12 @@ def cache(conf):
     changes: switching it back on finds them still valid, since every key
     holds the version of its row.
     """
-    global _CACHE
-    size = conf.nova_ext_instance_list.render_cache_size
-    if not size:
-        return None
-    if _CACHE is None or _CACHE.size != size:
-        _CACHE = RenderCache(size)
-    return _CACHE
+    return _CACHE.get(conf.nova_ext_instance_list.render_cache_size)
 
 
 def reset():
     """Forget this process's cache (tests)."""
-    global _CACHE
-    _CACHE = None
+    _CACHE.reset()
 
 
 def _options():

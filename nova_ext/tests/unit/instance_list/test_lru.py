@@ -27,3 +27,20 @@ class TestLRUCache(base.TestCase):
         self.assertEqual(('C',), pages.get('c'))
         self.assertEqual(2, len(pages))
         self.assertEqual((3, 1), (pages.hits, pages.misses))
+
+
+class TestPerProcess(base.TestCase):
+
+    def test_made_once_anew_when_resized(self):
+        caches = lru.PerProcess(lru.LRUCache)
+        self.assertIsNone(caches.get(0))
+        first = caches.get(2)
+        self.assertIs(first, caches.get(2))
+        # Switched off, kept unused until the size changes.
+        self.assertIsNone(caches.get(0))
+        self.assertIs(first, caches.get(2))
+        resized = caches.get(3)
+        self.assertEqual(3, resized.size)
+        self.assertIsNot(first, resized)
+        caches.reset()
+        self.assertIsNot(resized, caches.get(3))
