@@ -186,9 +186,10 @@ class IndexDriver(base.RowsDriver):
             Not for more rows of a page its request listed a moment ago:
             that request did both, and the rows are the index's.
         """
+        columns = orm.columns()
         # Before Nova's query code changes the filters it is handed.
         query = (filters, limit, marker, attrs, sort_keys, sort_dirs,
-                 cell_down_support, orm.columns())
+                 cell_down_support, columns)
         index_checks.tombstones(self.conf, filters)
         index_checks.regex_dialect(self.conf, filters)
         check = self.catch_up.check(ctx, self.cells) if catch_up else None
@@ -211,7 +212,7 @@ class IndexDriver(base.RowsDriver):
             raise base.Unavailable('index database unreachable: %s' % e)
         pages = page_key = None
         # Only the narrowed rows of rendered pages: flat dicts.
-        if catch_up and query[-1] is not None:
+        if catch_up and columns is not None:
             pages, page_key = self.page_key(ctx, query)
         if page_key is not None:
             kept = pages.get(page_key)
