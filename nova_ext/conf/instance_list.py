@@ -97,11 +97,13 @@ volumes). 0 keeps none.
 
 A page is what the index query gave for one query (filters, sort, limit,
 marker, the caller's project and role); it answers the same query again,
-without querying, for as long as the index is unchanged: any change to a
-row a list reads, from any process, moves the index's generation, and the
-next request lists anew. What a list reads outside the index (build
-requests, the cells' health, the changes recorded but not applied yet, the
-marker's instance mapping) is still read by every request. A page of a
+without querying, for as long as the index is unchanged. Any change to a
+row a list reads, from any process, moves the index's generation and
+records which servers changed; the next request reads those again and
+brings the page up to date where they alone tell it, else lists anew.
+What a list reads outside the index (build requests, the cells' health,
+the changes recorded but not applied yet, the marker's instance mapping)
+is still read by every request. A page of a
 thousand servers takes about a megabyte. Read when nova-api starts.
 """),
     cfg.IntOpt(

@@ -29,6 +29,13 @@ Which statements change listed rows is read from each statement a
 connection runs (``watch``): any write to a table that is not one of the
 index's own bookkeeping tables counts, but for what a writer runs
 :func:`unlisted` (a check of rows found unchanged).
+
+Each move also says what changed, in ``nova_ext_index_changes``, written
+in the same transaction: the uuids of the instances whose rows it wrote,
+where the writer named them all (:func:`touched`), else one row with no
+uuid, "anything may have changed". So a page kept at one generation can
+be brought to a later one by reading again only the instances written
+since (:func:`changes`, ``nova_ext.instance_list.page_cache``).
 """
 
 import contextlib
@@ -50,13 +57,26 @@ WROTE = 'nova_ext_index_changed_listed'
 #: list reads" (:func:`unlisted`).
 _UNLISTED = 'nova_ext_index_unlisted'
 
+#: The key in a connection's ``info`` of the instances its transaction
+#: wrote, where its writer named them (:func:`touched`).
+_TOUCHED = 'nova_ext_index_touched'
+#: How many generations of changes are kept: a page kept longer ago is
+#: listed again.
+KEPT = 1024
+#: Every how many generations the changes older than KEPT are dropped.
+_PRUNE_EVERY = 64
+#: A move that names more instances is written as "anything": a page is
+#: listed again sooner than brought up to date with that many.
+_NAMED_AT_MOST = 500
+
 #: The index's tables no list reads: writing them moves no generation.
 BOOKKEEPING = frozenset([
     'nova_ext_index_pending', 'nova_ext_index_holds',
     'nova_ext_index_holders', 'nova_ext_index_service_changes',
     'nova_ext_index_sync', 'nova_ext_index_metrics',
     'nova_ext_index_reconcile', 'nova_ext_index_generation',
-    'nova_ext_index_sequence', 'alembic_version'])
+    'nova_ext_index_changes', 'nova_ext_index_sequence',
+    'alembic_version'])
 #: Statements that write nothing (SELECT ... FOR UPDATE reads).
 _READS = frozenset(['SELECT', 'PRAGMA', 'SET', 'BEGIN', 'COMMIT', 'ROLLBACK',
                     'SAVEPOINT', 'RELEASE', 'SHOW', 'EXPLAIN', 'START',
@@ -101,22 +121,45 @@ def unlisted(conn):
         conn.info.pop(_UNLISTED, None)
 
 
+def touched(conn, uuids):
+    """Name instances whose rows ``conn``'s transaction writes.
+
+    For a writer whose every write to a listed table is of rows of
+    these instances (their copies of Nova's rows, their book entries): a
+    transaction that names none is taken to have changed anything.
+    """
+    conn.info.setdefault(_TOUCHED, set()).update(uuids)
+
+
 def begun(conn):
     """A writing transaction begins on ``conn``: nothing changed yet."""
     conn.info.pop(WROTE, None)
+    conn.info.pop(_TOUCHED, None)
 
 
 def before_commit(conn):
     """Move the generation if ``conn``'s transaction changed listed rows.
 
-    The last statement of the transaction: the row stays locked for the
-    commit only.
+    The last statements of the transaction: the row stays locked for the
+    commit only. What changed is written with it (:func:`changes`).
     """
+    touched = conn.info.pop(_TOUCHED, None)
     if not conn.info.pop(WROTE, False):
         return
     table = schema.GENERATION
+    token = str(uuid.uuid4())
     conn.execute(sa.update(table).where(table.c.id == 1).values(
-        generation=table.c.generation + 1, token=str(uuid.uuid4())))
+        generation=table.c.generation + 1, token=token))
+    now = conn.execute(sa.select(table.c.generation)
+                       .where(table.c.id == 1)).scalar_one()
+    if not touched or len(touched) > _NAMED_AT_MOST:
+        touched = [None]
+    log = schema.CHANGES
+    conn.execute(sa.insert(log), [
+        {'generation': now, 'token': token, 'uuid': u}
+        for u in sorted(touched, key=str)])
+    if now % _PRUNE_EVERY == 0:
+        conn.execute(sa.delete(log).where(log.c.generation <= now - KEPT))
 
 
 def read(engine):
@@ -133,3 +176,33 @@ def read(engine):
         LOG.debug('nova_ext index generation unread: %s', e)
         return None
     return None if row is None else (row[0], row[1])
+
+
+def changes(engine, since, now):
+    """The uuids of the instances written after ``since`` up to ``now``.
+
+    :param since: a generation read before, ``read()``'s pair.
+    :param now: a later one.
+    :returns: a set of uuids; None where it cannot be told: a move that
+        did not name its instances, one whose changes were dropped (more
+        than ``KEPT`` generations ago), or a pair this index's changes do
+        not name (another index's, or one from before it was restored).
+    """
+    if not since[0] < now[0] <= since[0] + KEPT:
+        return None
+    log = schema.CHANGES
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(log.c.generation, log.c.token, log.c.uuid).where(
+                    log.c.generation >= since[0],
+                    log.c.generation <= now[0])).all()
+    except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
+        LOG.debug('nova_ext index changes unread: %s', e)
+        return None
+    tokens = dict((g, t) for g, t, _u in rows)
+    if (tokens.get(since[0]) != since[1] or tokens.get(now[0]) != now[1]
+            or len(tokens) != now[0] - since[0] + 1):
+        return None
+    uuids = set(u for g, _t, u in rows if g > since[0])
+    return None if None in uuids else uuids

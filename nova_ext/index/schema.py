@@ -98,6 +98,14 @@ GENERATION = sa.table(
     sa.column('id', sa.Integer), sa.column('generation', sa.BigInteger),
     sa.column('token', sa.String))
 
+#: What each move of the generation changed, with the generation's
+#: token: a row per instance written, or one with no uuid, "anything"
+#: (``nova_ext.index.generation``).
+CHANGES = sa.table(
+    'nova_ext_index_changes',
+    sa.column('generation', sa.BigInteger), sa.column('token', sa.String),
+    sa.column('uuid', sa.String))
+
 #: One row per number taken; all but the highest are pruned
 #: (``sequence.prune``)
 #: while every backend keeps counting from the highest ever given.

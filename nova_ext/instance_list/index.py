@@ -22,6 +22,7 @@ Only what cannot be stored is fetched at request time: the services behind
 ``services``).
 """
 
+import functools
 import time
 import uuid as uuid_lib
 
@@ -48,6 +49,7 @@ from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import index_checks
 from nova_ext.instance_list import index_reads
 from nova_ext.instance_list import page_cache
+from nova_ext.instance_list import page_patch
 from nova_ext.instance_list import services
 from nova_ext.seams.internals import cells as nova_cells
 from nova_ext.seams.internals import instance_lister
@@ -210,35 +212,23 @@ class IndexDriver(base.RowsDriver):
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             self._schema_checked = False
             raise base.Unavailable('index database unreachable: %s' % e)
-        pages = page_key = None
+        pages = page_key = now = None
         # Only the narrowed rows of rendered pages: flat dicts.
         if catch_up and columns is not None:
-            pages, page_key = self.page_key(ctx, query)
+            pages, page_key, now = self.page_key(ctx, query)
         if page_key is not None:
-            kept = pages.get(page_key)
+            kept = page_cache.current(
+                pages, page_key, now, db.get_engine(self.conf),
+                functools.partial(page_patch.bring, self, ctx, query))
             if kept is not None:
                 if marker is not None:
                     check_marker_mapped(ctx, marker)
                 records = [dict(row) for row in kept]
                 self.catch_up.check_archived(ctx, records)
                 return records
-        cell = self.cell()
-        batch_size = instance_lister.batch_size(limit, [cell])
-        lister = _IndexLister(cell, sort_keys, sort_dirs, batch_size)
-        try:
-            records = list(lister.get_records_sorted(
-                ctx, filters, limit, marker,
-                columns_to_join=nova_instances.expected_cols(attrs),
-                cell_down_support=cell_down_support))
-            error = lister.error
-        except nova_exception.NovaException:
-            # Nova's answer to the request itself (MarkerNotFound).
-            raise
-        except Exception as e:
-            # Nova's merge re-raises some database errors as another (it
-            # builds a DBAPIError from its args alone: a TypeError), as it
-            # does for Nova's own answer.
-            error = e
+        records, lister, error = self._list(
+            ctx, filters, limit, marker, attrs, sort_keys, sort_dirs,
+            cell_down_support)
         if lister.timed_out:
             timeout = self.conf.nova_ext_index.query_timeout
             took = base.probe(self, timeout)
@@ -262,7 +252,48 @@ class IndexDriver(base.RowsDriver):
                                   % error)
         self.catch_up.check_archived(ctx, records)
         if page_key is not None:
-            pages.put(page_key, tuple(dict(row) for row in records))
+            page_cache.keep(pages, page_key, now,
+                            tuple(dict(row) for row in records))
+        return records
+
+    def _list(self, ctx, filters, limit, marker, attrs, sort_keys,
+              sort_dirs, cell_down_support):
+        """Nova's lister over the index: ``(records, lister, error)``."""
+        cell = self.cell()
+        batch_size = instance_lister.batch_size(limit, [cell])
+        lister = _IndexLister(cell, sort_keys, sort_dirs, batch_size)
+        records = None
+        try:
+            records = list(lister.get_records_sorted(
+                ctx, filters, limit, marker,
+                columns_to_join=nova_instances.expected_cols(attrs),
+                cell_down_support=cell_down_support))
+            error = lister.error
+        except nova_exception.NovaException:
+            # Nova's answer to the request itself (MarkerNotFound).
+            raise
+        except Exception as e:
+            # Nova's merge re-raises some database errors as another (it
+            # builds a DBAPIError from its args alone: a TypeError), as it
+            # does for Nova's own answer.
+            error = e
+        return records, lister, error
+
+    def list_rows(self, ctx, filters, limit, marker, attrs, sort_keys,
+                  sort_dirs, cell_down_support):
+        """The rows of a query over the index as they are; None if it fails.
+
+        For more rows of a page whose request listed it (``page_patch``):
+        the same query, other filters or marker.
+        """
+        try:
+            records, lister, error = self._list(
+                ctx, filters, limit, marker, attrs, sort_keys, sort_dirs,
+                cell_down_support)
+        except (nova_exception.NovaException, base.Unservable):
+            return None
+        if lister.timed_out or lister.failed or error is not None:
+            return None
         return records
 
     def cell(self):
@@ -270,17 +301,17 @@ class IndexDriver(base.RowsDriver):
         return index_cell(self.conf)
 
     def page_key(self, ctx, query):
-        """``(page cache, key of query now)``, or ``(None, None)``.
+        """``(page cache, key of query, generation now)``, or Nones.
 
         Read after the request's catch-up, before its query.
         """
         pages = page_cache.cache(self.conf)
         if pages is None:
-            return None, None
+            return None, None, None
         now = generation.read(db.get_engine(self.conf))
         if now is None:
-            return None, None
-        return pages, page_cache.key(now, ctx, query)
+            return None, None, None
+        return pages, page_cache.key(ctx, query), now
 
     def schema_error(self):
         """What is wrong with the index's tables, or None.

@@ -14,12 +14,13 @@
 The volumes and the metadata of the page's servers, read with Nova's own
 queries over the index (``index.IndexDriver`` targets the index as a cell),
 as plain dicts instead of ORM objects. With the page cache, the volumes of
-a page are kept under the index's generation, as its rows are
-(``page_cache``).
+a page are kept under the index's generation and brought up to date, as
+its rows are (``page_cache``).
 """
 
 import collections
 import contextlib
+import functools
 
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
@@ -29,6 +30,7 @@ import sqlalchemy as sa
 
 from nova_ext.index import db
 from nova_ext.index import schema
+from nova_ext.instance_list import page_cache
 
 
 @contextlib.contextmanager
@@ -58,12 +60,16 @@ def volumes(driver, ctx, uuids):
     found = collections.defaultdict(list)
     if not uuids:
         return found
-    pages, key = driver.page_key(ctx, ('volumes', tuple(uuids)))
-    indexed = pages.get(key) if key is not None else None
+    pages, key, now = driver.page_key(ctx, ('volumes', tuple(uuids)))
+    indexed = None
+    if key is not None:
+        indexed = page_cache.current(
+            pages, key, now, db.get_engine(driver.conf),
+            functools.partial(_bring_volumes, driver, ctx, uuids))
     if indexed is None:
         indexed = _indexed_volumes(driver, ctx, uuids)
         if key is not None:
-            pages.put(key, indexed)
+            page_cache.keep(pages, key, now, indexed)
     for uuid, listed in indexed:
         found[uuid] = [dict(v) for v in listed]
     # Nova's view shows the mappings that have a volume.
@@ -91,6 +97,21 @@ def _indexed_volumes(driver, ctx, uuids):
                 {'volume_id': volume_id,
                  'delete_on_termination': delete_on_termination})
     return list(found.items())
+
+
+def _bring_volumes(driver, ctx, uuids, indexed, changed):
+    """``indexed`` with the volumes of the ``changed`` instances read again.
+
+    A server's volumes are those of its own mappings: the others' are as
+    kept.
+    """
+    again = [uuid for uuid in uuids if uuid in changed]
+    held = dict(indexed)
+    for uuid in again:
+        held.pop(uuid, None)
+    if again:
+        held.update(_indexed_volumes(driver, ctx, again))
+    return list(held.items())
 
 
 def _volumes_from_cells(driver, ctx, uuids):

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Pages of index rows, kept for as long as the index is unchanged.
+"""Pages of index rows, kept and brought up to date from the index's changes.
 
 Nova's list query over the index gives the same rows for the same query
 for as long as nothing the query reads changes: the index's rows, which
@@ -17,6 +17,12 @@ its generation names (``nova_ext.index.generation``), and the request's
 context (whose project a non-admin lists, which deleted rows it reads).
 So the rows of a page listed at one generation answer the same query at
 that generation again, without querying.
+
+At a later generation, the page is brought up to date from the instances
+written since (``generation.changes``): only those are read again, and
+only where that alone tells the page (``page_patch``); else it is listed
+anew. The reads must all have seen the generation the request read, so
+the generation is read again after them, and must not have moved.
 
 What a list reads outside the index is still read per request: the
 cells' health and the changes recorded but not applied (before the
@@ -28,13 +34,26 @@ flat dicts of a few columns, copied in and out by the driver; and the
 volumes of a rendered page (``index_reads``), read from the index too.
 """
 
+import collections
+
+from nova_ext.index import generation
 from nova_ext.instance_list import lru
 
 #: Under which key a non-admin's list is scoped (Nova's query reads it).
 _CONTEXT = ('is_admin', 'project_id', 'user_id', 'read_deleted')
 
 
-_CACHE = lru.PerProcess(lru.LRUCache)
+class PageCache(lru.LRUCache):
+    """Pages by query; ``outcomes`` counts how :func:`current` went."""
+
+    def __init__(self, size):
+        super().__init__(size)
+        #: ``kept`` (as listed), ``brought`` (up to date from changes),
+        #: ``listed`` (kept, but to be listed anew).
+        self.outcomes = collections.Counter()
+
+
+_CACHE = lru.PerProcess(PageCache)
 
 
 def cache(conf):
@@ -47,15 +66,53 @@ def reset():
     _CACHE.reset()
 
 
-def key(generation, ctx, query):
-    """The key of a page listed at ``generation`` for ``query``.
+def key(ctx, query):
+    """The key of a page listed for ``query``.
 
-    :param generation: ``generation.read()``'s pair.
     :param ctx: the request context the query runs with.
     :param query: every other argument of the query, hashable; values
         that hold a dict or list (the filters) are compared by ``repr``:
         equal filters written differently only miss.
     """
-    return (generation,
-            tuple(getattr(ctx, name, None) for name in _CONTEXT),
+    return (tuple(getattr(ctx, name, None) for name in _CONTEXT),
             repr(query))
+
+
+def keep(pages, key, now, value):
+    """Keep ``value``, read after generation ``now`` was, under ``key``.
+
+    The reads may have seen a later state than ``now``'s: the instances
+    that changed in between are among those :func:`current` reads again.
+    """
+    pages.put(key, (now, value))
+
+
+def current(pages, key, now, engine, bring):
+    """What is kept under ``key``, as of generation ``now``; None if not.
+
+    :param now: ``generation.read()``'s pair, read by the request after
+        its catch-up.
+    :param bring: ``bring(value, uuids)``: ``value`` with the instances
+        of ``uuids`` read again, or None where that cannot tell it.
+    """
+    kept = pages.get(key)
+    if kept is None:
+        return None
+    then, value = kept
+    if then == now:
+        pages.outcomes['kept'] += 1
+        return value
+    # None from another index (or one restored from a backup), or for a
+    # page kept by a request that began after this one.
+    changed = generation.changes(engine, then, now)
+    if changed is not None:
+        value = bring(value, changed)
+    # Read at ``now`` if the generation has not moved since: else some
+    # instances not read again may have changed after it.
+    if (changed is None or value is None or
+            generation.read(engine) != now):
+        pages.outcomes['listed'] += 1
+        return None
+    keep(pages, key, now, value)
+    pages.outcomes['brought'] += 1
+    return value

@@ -108,6 +108,7 @@ def _book(conn, uuids):
 
 def delete_rows(conn, uuids):
     """Drop every row the index holds of ``uuids``, book included."""
+    generation.touched(conn, uuids)
     _delete(conn, {part: uuids for part in PARTS})
     _delete_book(conn, uuids)
 
@@ -346,6 +347,9 @@ def _apply_reads(reads, rewrite, conn):
                 replace.append(write)
             else:
                 patch.append(write._replace(parts=parts))
+    # Every row written below is of these instances (or of ``same``, whose
+    # re-check changes nothing listed).
+    generation.touched(conn, [w.uuid for w in replace + patch] + remove)
     _replace(conn, replace, remove)
     _patch(conn, patch)
     _touch(conn, same)

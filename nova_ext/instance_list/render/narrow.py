@@ -30,6 +30,7 @@ Rows to render are read in full afterwards.
 import contextlib
 import contextvars
 
+from nova_ext.seams.internals import instance_lister
 from nova_ext.seams.internals import orm
 
 #: Columns every narrowed row of a detailed page has: what
@@ -53,10 +54,13 @@ def narrowed(columns, sort_keys, version=None):
     """Within, the list query reads ``columns`` and the sort keys.
 
     :param columns: COLUMNS for a detailed page, LISTED for a list.
+    :param sort_keys: the request's; Nova's own are read too, so that a
+        kept page can tell where a changed row sorts (``page_patch``).
     :param version: the driver's ``version_column()``: each row's version
         is read with it, in the same query, under VERSION.
     """
-    columns = tuple(sorted(set(columns) | set(sort_keys or ())))
+    columns = tuple(sorted(
+        set(columns) | set(instance_lister.sort_keys(sort_keys, None))))
     if version is not None:
         columns += (orm.Beside(VERSION, *version),)
     token = _ACTIVE.set(columns)

@@ -27,6 +27,7 @@ The contract test is
 
 
 from nova.compute import instance_list as nova_instance_list
+from nova.db import utils as db_utils
 
 from nova_ext.seams import internals
 
@@ -85,3 +86,18 @@ def batch_size(limit, cells):
     _check()
     return nova_instance_list.get_instance_list_cells_batch_size(limit,
                                                                  cells)
+
+
+def sort_keys(keys, dirs):
+    """Every key of the order of a page Nova's lister gives, in order.
+
+    The request's keys, the lister's ``uuid`` tie-breaker, and the
+    defaults Nova's query adds (``created_at`` and ``id``): the database
+    sorts by all of them. The uuid is unique, so two rows with the same
+    value of each are one row.
+    """
+    _check()
+    context = nova_instance_list.InstanceSortContext(keys, dirs)
+    keys, _dirs = db_utils.process_sort_params(
+        context.sort_keys, context.sort_dirs, default_dir='desc')
+    return list(keys)

@@ -17,6 +17,7 @@ status and the same bytes. Each index answer must also have been served by
 the index (not handed back to Nova), or the comparison would prove nothing.
 """
 
+import collections
 import time
 from unittest import mock
 import urllib.parse
@@ -451,8 +452,8 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
             # not queried again, and Nova's.
             self.assertEqual(narrowed, nova_orm.narrowed_queries, uri)
             self.assertGreater(pages.hits, hits, uri)
-        # A change to a listed row, from the API: the next page is listed
-        # anew, and shows it.
+        # A change to a listed row, from the API: the next page is brought
+        # up to date (the changed row read again), and shows it.
         renamed = self.servers['active1']['id']
         self.admin_api.put_server(renamed, {'server': {'name': 'zzz'}})
         self.sync_index()
@@ -471,6 +472,70 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertSameAnswer(self.admin_api, uri, served=True)
         self.assertEqual(narrowed, nova_orm.narrowed_queries)
         self.assertGreater(pages.hits, hits)
+
+    def _cache_outcome(self, uri):
+        """How the page cache answered ``uri``, then compared with Nova's.
+
+        Of a list without details: the cache keeps its rows only.
+        """
+        pages = page_cache.cache(ext_conf.CONF)
+        before = collections.Counter(pages.outcomes)
+        self._get(self.admin_api, uri)
+        outcome = dict(pages.outcomes - before)
+        self.assertSameAnswer(self.admin_api, uri, served=True)
+        return outcome
+
+    def test_kept_pages_are_brought_up_to_date(self):
+        by_name = 'servers?all_tenants=1&name=%5Ezz'
+        full = 'servers?all_tenants=1&limit=2'
+        whole = 'servers?all_tenants=1&deleted=true'
+        uris = (by_name, full, whole)
+        for uri in uris:
+            self._get(self.admin_api, uri)
+            self.assertEqual({'kept': 1}, self._cache_outcome(uri))
+        newest = self._get(self.admin_api, full).json()['servers']
+        older = [self.servers[label] for label in ('active1', 'stopped1')
+                 if self.servers[label]['id'] not in
+                 [n['id'] for n in newest]]
+
+        def rename(server, name):
+            self.admin_api.put_server(server['id'],
+                                      {'server': {'name': name}})
+            self.sync_index()
+        brought, listed = {'brought': 1}, {'listed': 1}
+        # Into a page without a limit: where it sorts, only a list tells.
+        rename(older[0], 'zz1')
+        self.assertEqual([listed, brought, brought],
+                         [self._cache_outcome(uri) for uri in uris])
+        # On the page still, in its place: read again alone. On a full
+        # page it was not on: after its last row, read again alone too.
+        rename(older[0], 'zz2')
+        self.assertEqual([brought, brought, brought],
+                         [self._cache_outcome(uri) for uri in uris])
+        # Out of a page without a limit: it leaves it.
+        rename(older[0], 'srv-renamed')
+        self.assertEqual([brought, brought, brought],
+                         [self._cache_outcome(uri) for uri in uris])
+        # On a full page, renamed: in its place.
+        rename(newest[0], 'zz3')
+        self.assertEqual([listed, brought, brought],
+                         [self._cache_outcome(uri) for uri in uris])
+        # Out of a full page: the next row comes in, which a list tells.
+        limited = 'servers?all_tenants=1&name=%5Ezz&limit=1'
+        self._get(self.admin_api, limited)
+        rename(newest[0], 'srv-renamed2')
+        self.assertEqual(listed, self._cache_outcome(limited))
+        # Before the last row of a full page (sorted by name): a list tells.
+        first = ('servers?all_tenants=1&sort_key=display_name&'
+                 'sort_dir=asc&limit=2')
+        self._get(self.admin_api, first)
+        rename(older[0], 'a0')
+        self.assertEqual(listed, self._cache_outcome(first))
+        # On it, with another value of its sort key: a list tells.
+        rename(older[0], 'a1')
+        self.assertEqual(listed, self._cache_outcome(first))
+        for uri in uris:
+            self.assertSameAnswer(self.admin_api, uri, served=True)
 
     def test_lists_come_from_the_cache(self):
         # GET /servers: documents from the cache, no request specs read

@@ -133,3 +133,91 @@ class TestGeneration(base.IndexDBTestCase):
         with self.engine.begin() as conn:
             conn.execute(sa.text('DROP TABLE nova_ext_index_generation'))
         self.assertIsNone(self.now())
+
+
+class TestChanges(base.IndexDBTestCase):
+    """Which instances each move of the generation wrote."""
+
+    def now(self):
+        return generation.read(self.engine)
+
+    def write(self, uuid, named=True):
+        def _write(conn):
+            if named:
+                generation.touched(conn, [uuid])
+            conn.execute(sa.insert(source.INSTANCES).values(
+                id=int(uuid[2:]) + 100, uuid=uuid, deleted=0))
+        db.write(self.engine, _write)
+        return self.now()
+
+    def test_a_writer_names_the_instances_it_wrote(self):
+        g0 = self.now()
+        cell = types.SimpleNamespace(uuid='cell', id=1)
+        read = source.CellRead(cell, 1.0, 1)
+        for n, uuid in enumerate(('u-1', 'u-2')):
+            read.instances[uuid] = {
+                'id': n + 1, 'uuid': uuid, 'deleted': 0, 'hidden': False,
+                'vm_state': 'active', 'task_state': None,
+                'updated_at': None, 'deleted_at': None}
+        writer.apply(self.engine, read, ['u-1', 'u-2'])
+        g1 = self.now()
+        self.assertEqual({'u-1', 'u-2'},
+                         generation.changes(self.engine, g0, g1))
+        db.write(self.engine, lambda conn: writer.delete_rows(conn, ['u-2']))
+        g2 = self.now()
+        self.assertEqual({'u-2'}, generation.changes(self.engine, g1, g2))
+        self.assertEqual({'u-1', 'u-2'},
+                         generation.changes(self.engine, g0, g2))
+        self.assertEqual({'u-3'}, generation.changes(
+            self.engine, g2, self.write('u-3')))
+
+    def test_a_write_that_names_none_may_have_changed_anything(self):
+        g0 = self.now()
+        g1 = self.write('u-1', named=False)
+        g2 = self.write('u-22')
+        self.assertIsNone(generation.changes(self.engine, g0, g1))
+        self.assertIsNone(generation.changes(self.engine, g0, g2))
+        self.assertEqual({'u-22'}, generation.changes(self.engine, g1, g2))
+
+    def test_only_later_generations_of_this_index_are_told(self):
+        g0 = self.now()
+        g1 = self.write('u-1')
+        self.assertEqual({'u-1'}, generation.changes(self.engine, g0, g1))
+        self.assertIsNone(generation.changes(self.engine, g1, g1))
+        self.assertIsNone(generation.changes(self.engine, g1, g0))
+        self.assertIsNone(generation.changes(
+            self.engine, g0, (g0[0] + generation.KEPT + 1, g1[1])))
+        # Pairs of another index (or of this one before a restore).
+        self.assertIsNone(generation.changes(self.engine, (g0[0], 'x'), g1))
+        self.assertIsNone(generation.changes(self.engine, g0, (g1[0], 'x')))
+        # A generation moved without its changes written: not told.
+        with self.engine.begin() as conn:
+            conn.execute(sa.text('DELETE FROM nova_ext_index_changes '
+                                 'WHERE generation = %d' % g1[0]))
+        self.assertIsNone(generation.changes(self.engine, g0, g1))
+
+    def test_old_changes_are_dropped(self):
+        table = 'nova_ext_index_changes'
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                'UPDATE nova_ext_index_generation SET generation = %d'
+                % (2 * generation.KEPT - 3)))
+        before = self.write('u-0')
+        old = self.write('u-1')
+        self.assertEqual({'u-1'}, generation.changes(self.engine, before,
+                                                     old))
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(
+                "INSERT INTO %s (generation, token, uuid) VALUES "
+                "(%d, 't', 'u-9')" % (table, generation.KEPT)))
+        # The next is a multiple of the pruning interval: what is KEPT
+        # generations older or more goes (the first generation's row too);
+        # the rest stays.
+        new = self.write('u-22')
+        self.assertEqual(0, new[0] % 64)
+        with self.engine.connect() as conn:
+            kept = conn.execute(sa.text(
+                'SELECT generation, uuid FROM %s ORDER BY generation'
+                % table)).all()
+        self.assertEqual([(before[0], 'u-0'), (old[0], 'u-1'),
+                          (new[0], 'u-22')], [tuple(r) for r in kept])

@@ -12,9 +12,15 @@
 
 import types
 
+import sqlalchemy as sa
+
 from nova_ext import conf as ext_conf
+from nova_ext.index.apply import source
+from nova_ext.index import db
+from nova_ext.index import generation
 from nova_ext.instance_list import page_cache
 from nova_ext.tests.unit import base
+from nova_ext.tests.unit.index import base as index_base
 
 
 class TestPageCache(base.TestCase):
@@ -25,16 +31,13 @@ class TestPageCache(base.TestCase):
         member = types.SimpleNamespace(is_admin=False, project_id='p',
                                        user_id='u', read_deleted='no')
         query = ({'deleted': False, 'tags': ['x']}, 1000, None)
-        key = page_cache.key((3, 't'), admin, query)
+        key = page_cache.key(admin, query)
         self.assertEqual(key, page_cache.key(
-            (3, 't'), admin, ({'deleted': False, 'tags': ['x']}, 1000,
-                              None)))
-        for other in (page_cache.key((4, 't'), admin, query),
-                      page_cache.key((3, 'u'), admin, query),
-                      page_cache.key((3, 't'), member, query),
-                      page_cache.key((3, 't'), admin, (
+            admin, ({'deleted': False, 'tags': ['x']}, 1000, None)))
+        for other in (page_cache.key(member, query),
+                      page_cache.key(admin, (
                           {'deleted': False, 'tags': ['y']}, 1000, None)),
-                      page_cache.key((3, 't'), admin, (
+                      page_cache.key(admin, (
                           {'deleted': False, 'tags': ['x']}, 1000, 'm'))):
             self.assertNotEqual(key, other)
 
@@ -53,3 +56,89 @@ class TestPageCacheSize(base.TestCase):
         pages = page_cache.cache(conf)
         self.assertEqual(4, pages.size)
         self.assertIs(pages, page_cache.cache(conf))
+
+
+class TestCurrent(index_base.IndexDBTestCase):
+    """A kept page, brought to the generation a request read."""
+
+    KEY = ('ctx', 'query')
+
+    def setUp(self):
+        super().setUp()
+        self.pages = page_cache.PageCache(4)
+        self.brought = []
+        self.written = 0
+
+    def now(self):
+        return generation.read(self.engine)
+
+    def write(self, uuid, named=True):
+        self.written += 1
+
+        def _write(conn):
+            if named:
+                generation.touched(conn, [uuid])
+            conn.execute(sa.insert(source.INSTANCES).values(
+                id=self.written, uuid=uuid, deleted=0))
+        db.write(self.engine, _write)
+        return self.now()
+
+    def bring(self, value, changed):
+        self.brought.append(changed)
+        return value + tuple(sorted(changed))
+
+    def current(self, now, bring=None):
+        return page_cache.current(self.pages, self.KEY, now, self.engine,
+                                  bring or self.bring)
+
+    def test_kept_at_the_same_generation(self):
+        now = self.now()
+        self.assertIsNone(self.current(now))
+        page_cache.keep(self.pages, self.KEY, now, ('a',))
+        self.assertEqual(('a',), self.current(now))
+        self.assertEqual([], self.brought)
+        self.assertEqual({'kept': 1}, dict(self.pages.outcomes))
+
+    def test_brought_up_to_date_from_the_changes(self):
+        page_cache.keep(self.pages, self.KEY, self.now(), ('a',))
+        self.write('u-1')
+        now = self.write('u-2')
+        self.assertEqual(('a', 'u-1', 'u-2'), self.current(now))
+        self.assertEqual([{'u-1', 'u-2'}], self.brought)
+        # Kept as of now.
+        self.assertEqual(('a', 'u-1', 'u-2'), self.current(now))
+        self.assertEqual(1, len(self.brought))
+        self.assertEqual({'kept': 1, 'brought': 1},
+                         dict(self.pages.outcomes))
+
+    def test_not_a_page_kept_by_a_later_request(self):
+        earlier = self.now()
+        page_cache.keep(self.pages, self.KEY, self.write('u-1'), ('b',))
+        self.assertIsNone(self.current(earlier))
+        self.assertEqual([], self.brought)
+
+    def test_listed_anew(self):
+        then = self.now()
+        page_cache.keep(self.pages, self.KEY, then, ('a',))
+        # What bring cannot tell.
+        now = self.write('u-1')
+        self.assertIsNone(self.current(now, lambda value, changed: None))
+        # A write that did not name its instances.
+        now = self.write('u-2', named=False)
+        self.assertIsNone(self.current(now))
+        self.assertEqual([], self.brought)
+        # Another index's page.
+        page_cache.keep(self.pages, self.KEY, (now[0], 'other'), ('a',))
+        self.assertIsNone(self.current(now))
+        self.assertEqual({'listed': 3}, dict(self.pages.outcomes))
+
+    def test_not_if_the_index_changed_while_bringing_it(self):
+        page_cache.keep(self.pages, self.KEY, self.now(), ('a',))
+        now = self.write('u-1')
+
+        def bring(value, changed):
+            self.write('u-2')
+            return self.bring(value, changed)
+        self.assertIsNone(self.current(now, bring))
+        self.assertEqual([{'u-1'}], self.brought)
+        self.assertEqual({'listed': 1}, dict(self.pages.outcomes))

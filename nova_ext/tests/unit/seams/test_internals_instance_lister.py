@@ -19,6 +19,7 @@ without it) and fail when Nova stops asking ``get_marker_record`` and
 ``cells_failed`` and ``cells_timed_out``.
 """
 
+import datetime
 import inspect
 import time
 
@@ -30,8 +31,10 @@ from nova.db.main import api as main_db_api
 from nova import exception as nova_exception
 from nova import objects
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from nova_ext import exception
+from nova_ext.index.apply import source
 from nova_ext.instance_list import index
 from nova_ext.seams.internals import cells
 from nova_ext.seams.internals import instance_lister
@@ -119,9 +122,37 @@ class TestInstanceLister(index_base.IndexDBTestCase):
             nova_instance_list.get_instance_list_cells_batch_size
         ).parameters))
 
+    def test_the_sort_keys_order_every_row(self):
+        self.assertEqual(['created_at', 'id', 'uuid'],
+                         instance_lister.sort_keys(None, None))
+        self.assertEqual(['display_name', 'uuid', 'created_at', 'id'],
+                         instance_lister.sort_keys(['display_name'], ['asc']))
+        self.assertEqual(['uuid', 'created_at', 'id'],
+                         instance_lister.sort_keys(['uuid'], ['asc']))
+        # Nova's query orders by them: rows the request's key does not tell
+        # apart come in the order of the next key (the uuid, which the
+        # lister sorts ascending whatever the request's direction).
+        made = sorted(uuidutils.generate_uuid() for _ in range(3))
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(source.INSTANCES), [
+                {'id': n + 1, 'uuid': uuid, 'display_name': 'x',
+                 'created_at': datetime.datetime(2026, 1, 1),
+                 'project_id': 'p', 'deleted': 0}
+                for n, uuid in enumerate(made)])
+        for direction in ('asc', 'desc'):
+            lister = instance_lister.InstanceLister(
+                ['display_name'], [direction], cells=[self.cell],
+                batch_size=instance_lister.batch_size(10, [self.cell]))
+            listed = lister.get_records_sorted(
+                self.ctx, {}, 10, None, columns_to_join=[],
+                cell_down_support=True)
+            self.assertEqual(made, [r['uuid'] for r in listed], direction)
+
     def test_refuses_on_an_untested_nova(self):
         self.useFixture(ext_fixtures.UntestedNova())
         self.assertRaises(exception.UnsupportedNovaVersion,
                           instance_lister.InstanceLister, None, None)
         self.assertRaises(exception.UnsupportedNovaVersion,
                           instance_lister.batch_size, 10, [self.cell])
+        self.assertRaises(exception.UnsupportedNovaVersion,
+                          instance_lister.sort_keys, None, None)

@@ -12,9 +12,11 @@
 """The index's generation: one row that every change to the listed rows moves.
 
 A transaction that writes the copies of Nova's tables or the book counts
-``generation`` up and draws a new random ``token`` before it commits
+``generation`` up and draws a new random ``token`` before it commits, and
+writes in ``nova_ext_index_changes`` which instances it wrote
 (``nova_ext.index.generation``); nova-api keeps a page it listed under
-both (``[nova_ext_instance_list]page_cache_size``).
+both, and brings it up to date from the changes
+(``[nova_ext_instance_list]page_cache_size``).
 
 Revision ID: 0012
 Revises: 0011
@@ -46,7 +48,22 @@ def upgrade():
         **_TABLE_OPTIONS)
     table = sa.table('nova_ext_index_generation', sa.column('id'),
                      sa.column('generation'), sa.column('token'))
+    ddl.create_table(
+        'nova_ext_index_changes',
+        sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'),
+                  primary_key=True, autoincrement=True),
+        sa.Column('generation', sa.BigInteger(), nullable=False),
+        sa.Column('token', sa.String(36), nullable=False),
+        sa.Column('uuid', sa.String(36), nullable=True),
+        **_TABLE_OPTIONS)
+    ddl.create_index('nova_ext_index_changes_generation_idx',
+                     'nova_ext_index_changes', ['generation'])
+    changes = sa.table('nova_ext_index_changes', sa.column('generation'),
+                       sa.column('token'), sa.column('uuid'))
     bind = op.get_bind()
     if bind.execute(sa.select(table.c.id)).first() is None:
-        bind.execute(table.insert().values(id=1, generation=0,
-                                           token=str(uuid.uuid4())))
+        token = str(uuid.uuid4())
+        bind.execute(table.insert().values(id=1, generation=0, token=token))
+        # The first generation's changes: none named.
+        bind.execute(changes.insert().values(generation=0, token=token,
+                                             uuid=None))

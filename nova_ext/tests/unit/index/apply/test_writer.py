@@ -195,7 +195,8 @@ class TestWriter(index_base.IndexDBTestCase):
             tags={u: [{'resource_id': u, 'tag': 'x'}]}), [u])
         tags = self.tags()
         # Renamed: the instance row and the book are updated, the tags
-        # left as they are; the generation moves, last.
+        # left as they are; the generation moves, last, and says which
+        # instance changed.
         out, ran = self.statements(lambda: writer.apply(
             self.engine, index_base.cell_read(
                 self.CELL1, 2.0, index_base.instance_row(u, 1, t1, 'b'),
@@ -204,7 +205,9 @@ class TestWriter(index_base.IndexDBTestCase):
         self.assertEqual([('SELECT', None), ('SELECT', None),
                           ('UPDATE', 'instances'),
                           ('UPDATE', 'nova_ext_index_instances'),
-                          ('UPDATE', 'nova_ext_index_generation')], ran)
+                          ('UPDATE', 'nova_ext_index_generation'),
+                          ('SELECT', None),
+                          ('INSERT', 'nova_ext_index_changes')], ran)
         self.assertEqual({u: (ids.index_id(1, 3), 'b', 0)}, self.held())
         self.assertEqual(tags, self.tags())
         self.assertEqual(2.0, self.book(u).read_at)
@@ -217,7 +220,9 @@ class TestWriter(index_base.IndexDBTestCase):
         self.assertEqual([('SELECT', None), ('DELETE', 'tags'),
                           ('INSERT', 'tags'),
                           ('UPDATE', 'nova_ext_index_instances'),
-                          ('UPDATE', 'nova_ext_index_generation')], ran)
+                          ('UPDATE', 'nova_ext_index_generation'),
+                          ('SELECT', None),
+                          ('INSERT', 'nova_ext_index_changes')], ran)
         self.assertEqual(['x', 'y'], [tag for _id, tag in self.tags()])
         self.assertEqual({u: (ids.index_id(1, 3), 'b', 0)}, self.held())
 

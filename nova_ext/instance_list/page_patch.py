@@ -1,0 +1,113 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A kept page brought up to date by reading again only what changed.
+
+A page is the first ``limit`` rows, in the query's order, of those that
+match its filters and come after its marker. Nova's order is total: its
+sort keys end with ``created_at`` and ``id`` (``process_sort_params``),
+and the index id is unique. So where only some instances changed, the
+page they leave behind is told by those instances alone, read again with
+the page's own query (its filters, sort and marker, restricted to their
+uuids, by Nova's ``uuid`` filter):
+
+- a row of the page that still matches, with the same value of every
+  sort key, keeps its place: its new row replaces it;
+- on a page that ends before ``limit`` (the last), a row that no longer
+  matches leaves it;
+- a changed instance that matches and was not on the page stays off it if
+  it comes after the page's last row (the same query, with that row as
+  its marker);
+- anything else (a row that moved, a row that left a full page, one that
+  comes in) and the page is listed anew.
+
+The database orders the rows in every case: nothing is compared but for
+equality.
+"""
+
+import copy
+
+from nova_ext.seams.internals import instance_lister
+
+#: More changed instances than this, and the page is listed anew.
+AT_MOST = 100
+
+
+def _restricted(filters, uuids):
+    """``filters`` that match only ``uuids`` too; None if not told."""
+    restricted = copy.deepcopy(filters)
+    if 'uuid' in filters:
+        # Nova's own uuid filter (an IP filter answered by Neutron sets
+        # one): the instances in both.
+        held = filters['uuid']
+        if isinstance(held, str):
+            held = [held]
+        if not isinstance(held, (list, tuple, set)):
+            return None
+        uuids = [u for u in uuids if u in held]
+    restricted['uuid'] = sorted(uuids)
+    return restricted
+
+
+def bring(driver, ctx, query, rows, changed):
+    """``rows``, a page of ``query``, with ``changed`` instances read again.
+
+    :param query: the page's ``(filters, limit, marker, attrs, sort_keys,
+        sort_dirs, cell_down_support, columns)``, filters as the request
+        gave them, before Nova's query code.
+    :param rows: the page's rows, as kept.
+    :param changed: uuids of the instances written since.
+    :returns: the rows of the page now, or None if it is to be listed.
+    """
+    (filters, limit, marker, attrs, sort_keys, sort_dirs,
+     cell_down_support, _columns) = query
+    if len(changed) > AT_MOST or marker in changed:
+        return None
+    keys = instance_lister.sort_keys(sort_keys, sort_dirs)
+    if any(k not in row for row in rows[:1] for k in keys):
+        return None
+
+    def listed(uuids, after):
+        restricted = _restricted(filters, uuids)
+        if restricted is None:
+            return None
+        if not restricted['uuid']:
+            return {}
+        found = driver.list_rows(ctx, restricted, None, after, attrs,
+                                 sort_keys, sort_dirs, cell_down_support)
+        return None if found is None else {r['uuid']: r for r in found}
+
+    now = listed(changed, marker)
+    if now is None:
+        return None
+    full = limit is not None and len(rows) >= limit
+    kept, gone, came = list(rows), set(), []
+    place = {row['uuid']: i for i, row in enumerate(rows)}
+    for uuid in changed:
+        i, row = place.get(uuid), now.get(uuid)
+        if i is None:
+            if row is not None:
+                came.append(uuid)
+        elif row is None:
+            if full:
+                return None
+            gone.add(uuid)
+        elif any(rows[i][k] != row[k] for k in keys):
+            return None
+        else:
+            kept[i] = row
+    if came:
+        if not full or not rows:
+            return None
+        after = listed(came, rows[-1]['uuid'])
+        if after is None or set(after) != set(came):
+            return None
+    return tuple(row for row in kept if row['uuid'] not in gone)
