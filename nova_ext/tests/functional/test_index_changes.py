@@ -300,11 +300,25 @@ class _ChangeStream(object):
         try:
             self._stream(random.Random(seed))
         except Exception as e:
-            # Whatever failed (an API error too), the seed replays it.
+            # Whatever failed (an API error too), the seed replays it; what
+            # a service raised meanwhile comes first, where a truncated
+            # report still shows it.
             raise AssertionError('change stream seed %d (replay with '
-                                 'NOVA_EXT_STREAM_SEED=%d), at %s: %s: %s'
-                                 % (seed, seed, self.at, type(e).__name__,
-                                    e)) from e
+                                 'NOVA_EXT_STREAM_SEED=%d), at %s; %s: '
+                                 '%s: %s' % (seed, seed, self.at,
+                                             self._raised(),
+                                             type(e).__name__, e)) from e
+
+    def _raised(self):
+        """The last exceptions the services logged with a traceback."""
+        raised, within = [], False
+        for line in self.stdlog.logger.output.splitlines():
+            if line.startswith('Traceback (most recent call last'):
+                within = True
+            elif within and line[:1] not in (' ', '\t', ''):
+                raised.append(line[:300])
+                within = False
+        return 'raised: %s' % (' | '.join(raised[-3:]) or 'nothing')
 
     def _stream(self, rng):
         stream = Stream(self, rng)
