@@ -97,6 +97,10 @@ def sort_keys(keys, dirs):
     value of each are one row.
     """
     _check()
+    keys = list(keys or ())
+    # Only the keys are read: a direction for each, where not given.
+    dirs = list(dirs or ())[:len(keys)]
+    dirs += ['asc'] * (len(keys) - len(dirs))
     context = nova_instance_list.InstanceSortContext(keys, dirs)
     keys, _dirs = db_utils.process_sort_params(
         context.sort_keys, context.sort_dirs, default_dir='desc')

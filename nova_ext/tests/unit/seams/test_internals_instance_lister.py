@@ -129,6 +129,11 @@ class TestInstanceLister(index_base.IndexDBTestCase):
                          instance_lister.sort_keys(['display_name'], ['asc']))
         self.assertEqual(['uuid', 'created_at', 'id'],
                          instance_lister.sort_keys(['uuid'], ['asc']))
+        # Without the directions (the list's narrowed columns).
+        self.assertEqual(['display_name', 'host', 'uuid', 'created_at',
+                          'id'],
+                         instance_lister.sort_keys(['display_name', 'host'],
+                                                   None))
         # Nova's query orders by them: rows the request's key does not tell
         # apart come in the order of the next key (the uuid, which the
         # lister sorts ascending whatever the request's direction).
