@@ -27,7 +27,7 @@ uuids, by Nova's ``uuid`` filter):
   it comes after the page's last row (the same query, with that row as
   its marker);
 - anything else (a row that moved, a row that left a full page, one that
-  comes in) and the page is listed anew.
+  comes in, a server on it twice) and the page is listed anew.
 
 The database orders the rows in every case: nothing is compared but for
 equality.
@@ -57,6 +57,15 @@ def _restricted(filters, uuids):
     return restricted
 
 
+def _repeats(rows):
+    """Whether a server is on ``rows`` twice.
+
+    Nova's query joins the tags of a ``tags-any`` filter: a server with
+    several is a row for each, and how many it has may change.
+    """
+    return len(set(row['uuid'] for row in rows)) != len(rows)
+
+
 def bring(driver, ctx, query, rows, changed):
     """``rows``, a page of ``query``, with ``changed`` instances read again.
 
@@ -72,7 +81,7 @@ def bring(driver, ctx, query, rows, changed):
     if len(changed) > AT_MOST or marker in changed:
         return None
     keys = instance_lister.sort_keys(sort_keys, sort_dirs)
-    if any(k not in row for row in rows[:1] for k in keys):
+    if _repeats(rows) or any(k not in row for row in rows[:1] for k in keys):
         return None
 
     def listed(uuids, after):
@@ -83,7 +92,9 @@ def bring(driver, ctx, query, rows, changed):
             return {}
         found = driver.list_rows(ctx, restricted, None, after, attrs,
                                  sort_keys, sort_dirs, cell_down_support)
-        return None if found is None else {r['uuid']: r for r in found}
+        if found is None or _repeats(found):
+            return None
+        return {r['uuid']: r for r in found}
 
     now = listed(changed, marker)
     if now is None:
