@@ -168,9 +168,11 @@ class IndexDriver(base.RowsDriver):
         # eventlet, SQLite's wait is the whole process's). With the
         # counters, what only this process knows of its choice.
         count, seconds = catch_up.unrecorded()
+        pages = page_cache.cache(self.conf)
         metrics.publish(db.get_engine(self.conf), self.name, counts,
                         timeout=PUBLISH_WAIT,
-                        unrecorded=count, unrecorded_lag=seconds)
+                        unrecorded=count, unrecorded_lag=seconds,
+                        pages=None if pages is None else pages.counts())
 
     def unrecorded_lag(self):
         return catch_up.unrecorded()[1]

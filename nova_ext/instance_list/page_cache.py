@@ -46,11 +46,17 @@ _CONTEXT = ('is_admin', 'project_id', 'user_id', 'read_deleted')
 class PageCache(lru.LRUCache):
     """Pages by query; ``outcomes`` counts how :func:`current` went."""
 
+    #: ``kept`` (as listed), ``brought`` (up to date from changes),
+    #: ``listed`` (kept, but to be listed anew), ``missed`` (none kept).
+    OUTCOMES = ('kept', 'brought', 'listed', 'missed')
+
     def __init__(self, size):
         super().__init__(size)
-        #: ``kept`` (as listed), ``brought`` (up to date from changes),
-        #: ``listed`` (kept, but to be listed anew).
         self.outcomes = collections.Counter()
+
+    def counts(self):
+        """Every outcome's count, since the process started."""
+        return {outcome: self.outcomes[outcome] for outcome in self.OUTCOMES}
 
 
 _CACHE = lru.PerProcess(PageCache)
@@ -97,6 +103,7 @@ def current(pages, key, now, engine, bring):
     """
     kept = pages.get(key)
     if kept is None:
+        pages.outcomes['missed'] += 1
         return None
     then, value = kept
     if then == now:

@@ -111,9 +111,17 @@ def _api(rows):
         'handed to Nova, by outcome and reason (numbers and uuids in the '
         'reason read N; past 20 reasons, "other").',
         labels=['host', 'pid', 'driver', 'outcome', 'reason'])
+    pages = core.CounterMetricFamily(
+        PREFIX + 'api_page_cache_lookups', 'Lookups of a nova-api '
+        'process\'s page cache, by outcome: kept, brought (up to date from '
+        'the servers changed), listed (anew), missed. A detailed page '
+        'looks up its rows and its volumes.',
+        labels=['host', 'pid', 'driver', 'outcome'])
     for row in rows:
         labels = [row['host'], str(row['pid']), row['driver']]
         reported.add_metric(labels, row['updated_at'])
+        for outcome, count in sorted((row.get('pages') or {}).items()):
+            pages.add_metric(labels + [outcome], count)
         for outcome, count in sorted(row['counts'].items()):
             if isinstance(count, int):
                 requests.add_metric(labels + [outcome], count)
@@ -123,7 +131,7 @@ def _api(rows):
         if row['unrecorded'] is not None:
             unrecorded.add_metric(labels, row['unrecorded'])
             unrecorded_lag.add_metric(labels, row['unrecorded_lag'])
-    return requests, reasons, reported, unrecorded, unrecorded_lag
+    return requests, reasons, pages, reported, unrecorded, unrecorded_lag
 
 
 def indexer_families(indexer):

@@ -43,16 +43,20 @@ _STARTED = time.time()
 _UNRECORDED = 'unrecorded'
 #: The key of the counts document that holds the counts by reason.
 _REASONS = 'reasons'
+#: The key of the counts document that holds the page cache's lookups.
+_PAGES = 'pages'
 
 
 def publish(engine, driver, counts, now=None, timeout=None,
-            unrecorded=None, unrecorded_lag=None):
+            unrecorded=None, unrecorded_lag=None, pages=None):
     """Record this process's counters.
 
     :param timeout: seconds to wait for the index's write lock
         (``db.begin_write``).
     :param unrecorded: how many changes this process could not record.
     :param unrecorded_lag: the age of the oldest, in seconds.
+    :param pages: the page cache's lookups by outcome, where it is on
+        (``page_cache.PageCache.outcomes``).
     """
     now = time.time() if now is None else now
     host, pid = socket.gethostname(), os.getpid()
@@ -60,6 +64,8 @@ def publish(engine, driver, counts, now=None, timeout=None,
     document = dict(counts)
     if unrecorded is not None:
         document[_UNRECORDED] = {'count': unrecorded, 'lag': unrecorded_lag}
+    if pages is not None:
+        document[_PAGES] = pages
     row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
            'counts': json.dumps(document, sort_keys=True)}
     with db.begin_write(engine, timeout) as conn:
@@ -75,9 +81,10 @@ def collect(engine):
     """Every process's latest counters, newest first.
 
     Each row has its ``counts``, its ``unrecorded`` and its
-    ``unrecorded_lag`` (None where the process did not publish them), and
-    its ``reasons``: ``{outcome: {reason kind: count}}`` of the lists it
-    handed to Nova (``serving.Stats``).
+    ``unrecorded_lag`` (None where the process did not publish them), its
+    ``reasons``: ``{outcome: {reason kind: count}}`` of the lists it
+    handed to Nova (``serving.Stats``), and its ``pages``: the page
+    cache's lookups by outcome, None where it is off.
     """
     with engine.connect() as conn:
         rows = conn.execute(sa.select(COUNTERS).order_by(
@@ -87,7 +94,9 @@ def collect(engine):
             counts = json.loads(row.counts)
             unrecorded = counts.pop(_UNRECORDED, None) or {}
             reasons = counts.pop(_REASONS, None) or {}
+            pages = counts.pop(_PAGES, None)
             found.append(dict(row._mapping, counts=counts, reasons=reasons,
+                              pages=pages,
                               unrecorded=unrecorded.get('count'),
                               unrecorded_lag=unrecorded.get('lag')))
         return found

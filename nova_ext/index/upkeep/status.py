@@ -169,6 +169,9 @@ def _api_line(row):
             row['unrecorded'], row['unrecorded_lag'])
     elif row['unrecorded'] is not None:
         line += '; unrecorded 0'
+    if row.get('pages') is not None:
+        line += '; pages %s' % ', '.join(
+            '%s %s' % (k, row['pages'][k]) for k in sorted(row['pages']))
     return line
 
 

@@ -45,6 +45,9 @@ def scrape(collector):
 
 class TestIndexMetrics(test_index_parity.IndexTestCase):
 
+    #: Whether nova-api keeps pages (``page_cache_size``).
+    PAGES = False
+
     def setUp(self):
         super().setUp()
         self.collector = exporter.IndexCollector(
@@ -110,9 +113,26 @@ class TestIndexMetrics(test_index_parity.IndexTestCase):
             'nova_ext_index_api_reported_timestamp_seconds', labels)])
         self.assertEqual(0, got[('nova_ext_index_api_unrecorded_changes',
                                  labels)])
+        self.assertEqual(self.PAGES, api['pages'] is not None)
+        for outcome, count in (api['pages'] or {}).items():
+            self.assertEqual(count, got[(
+                'nova_ext_index_api_page_cache_lookups_total',
+                tuple(sorted(labels + (('outcome', outcome),))))])
+        if self.PAGES:
+            # The same page three times: listed once, then kept (its rows
+            # and its volumes each).
+            self.assertGreaterEqual(api['pages']['kept'], 4, api['pages'])
 
     def test_an_unreadable_index_is_down(self):
         self.flags(connection='sqlite:////nonexistent/dir/index.sqlite',
                    group='nova_ext_index')
         self.assertEqual({('nova_ext_index_up', ()): 0},
                          scrape(self.collector))
+
+
+class TestIndexMetricsWithPageCache(TestIndexMetrics):
+    """The page cache's lookups, in status and in a scrape."""
+
+    NOVA_EXT_OPTIONS = test_index_parity.CACHED_OPTIONS
+    FAST_RENDER = True
+    PAGES = True

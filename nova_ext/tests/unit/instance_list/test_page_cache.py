@@ -97,7 +97,10 @@ class TestCurrent(index_base.IndexDBTestCase):
         page_cache.keep(self.pages, self.KEY, now, ('a',))
         self.assertEqual(('a',), self.current(now))
         self.assertEqual([], self.brought)
-        self.assertEqual({'kept': 1}, dict(self.pages.outcomes))
+        self.assertEqual({'kept': 1, 'missed': 1},
+                         dict(self.pages.outcomes))
+        self.assertEqual({'kept': 1, 'brought': 0, 'listed': 0,
+                          'missed': 1}, self.pages.counts())
 
     def test_brought_up_to_date_from_the_changes(self):
         page_cache.keep(self.pages, self.KEY, self.now(), ('a',))

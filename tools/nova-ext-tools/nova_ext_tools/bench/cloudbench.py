@@ -193,6 +193,7 @@ def _measure(args, cloud, bench, queries):
     time.sleep(PUBLISH_SECONDS)
     before = cloud.ext.list_counters()
     handed = cloud.ext.handed_reasons()
+    pages = cloud.ext.page_lookups()
     checks = {q.name: bench.check(q) for q in queries}
     print('answers: %s' % checks, flush=True)
     if not cloud.ps.running(nova.FLOOR_API):
@@ -230,6 +231,8 @@ def _measure(args, cloud, bench, queries):
         if writes:
             written = writer.summary()
     served = _served(cloud, before, handed, bench)
+    served['pages'] = {k: int(v - pages.get(k, 0))
+                       for k, v in cloud.ext.page_lookups().items()}
     profiles = {}
     if args.profile:
         for query in queries:

@@ -133,6 +133,10 @@ class NovaExt(object):
         """{'outcome: reason': total} of every nova-api process."""
         return handed_reasons(self.metrics())
 
+    def page_lookups(self):
+        """{outcome: total} of every nova-api process's page cache."""
+        return page_lookups(self.metrics())
+
     def metrics(self):
         with urllib.request.urlopen(self.lay.url('metrics', '/metrics'),
                                     timeout=10) as r:
@@ -166,3 +170,9 @@ def handed_reasons(text):
     return _totals(text, 'nova_ext_index_api_list_handed_total',
                    lambda labels: '%s: %s' % (labels['outcome'],
                                               labels['reason']))
+
+
+def page_lookups(text):
+    """{outcome: total} of the page caches' lookups, from /metrics text."""
+    return _totals(text, 'nova_ext_index_api_page_cache_lookups_total',
+                   lambda labels: labels['outcome'])

@@ -55,6 +55,18 @@ class TestFamilies(base.TestCase):
                 ('outcome', 'unservable'),
                 ('reason', 'marker N is not in the index yet')))))])
         self.assertNotIn(('nova_ext_index_lag_seconds', ()), got)
+        # Without the page cache, no lookups; with it, each outcome's.
+        self.assertFalse([k for k in got if k[0].startswith(
+            'nova_ext_index_api_page_cache')])
+        got = samples(test_status._report(api=[test_status._row(
+            0, 0.0, pages={'kept': 3, 'brought': 2, 'listed': 0,
+                           'missed': 1})]))
+        self.assertEqual(2, got[(
+            'nova_ext_index_api_page_cache_lookups_total',
+            tuple(sorted(labels + (('outcome', 'brought'),))))])
+        self.assertEqual(0, got[(
+            'nova_ext_index_api_page_cache_lookups_total',
+            tuple(sorted(labels + (('outcome', 'listed'),))))])
 
         got = samples(test_status._report(
             api=[test_status._row(0, 0.0),

@@ -40,10 +40,18 @@ class TestMetrics(index_base.IndexDBTestCase):
         self.assertEqual(({'served': 3}, reasons),
                          (row['counts'], row['reasons']))
 
+    def test_page_cache_lookups_beside_the_counters(self):
+        pages = {'kept': 3, 'brought': 2, 'listed': 0, 'missed': 1}
+        metrics.publish(self.engine, 'index', {'served': 3}, pages=pages)
+        (row,) = metrics.collect(self.engine)
+        self.assertEqual(({'served': 3}, pages), (row['counts'],
+                                                  row['pages']))
+
     def test_a_report_without_unrecorded(self):
         metrics.publish(self.engine, 'index', {'served': 1}, now=100.0)
         (row,) = metrics.collect(self.engine)
         self.assertEqual(({'served': 1}, {}), (row['counts'], row['reasons']))
+        self.assertIsNone(row['pages'])
         self.assertEqual((None, None),
                          (row['unrecorded'], row['unrecorded_lag']))
 

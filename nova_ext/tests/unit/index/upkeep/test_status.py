@@ -16,13 +16,14 @@ from nova_ext.tests.unit import base
 
 
 def _row(unrecorded, unrecorded_lag, updated_at=1000.0, host='api1',
-         pid=7):
+         pid=7, pages=None):
     return {'host': host, 'pid': pid, 'driver': 'index',
             'started_at': 0.0, 'updated_at': updated_at,
             'counts': {'served': 5, 'unservable': 1, 'last_reason': 'x'},
             'reasons': {'unservable': {'marker N is not in the index '
                                        'yet': 1}},
-            'unrecorded': unrecorded, 'unrecorded_lag': unrecorded_lag}
+            'unrecorded': unrecorded, 'unrecorded_lag': unrecorded_lag,
+            'pages': pages}
 
 
 def _report(pending=0, revision='h', api=(), max_lag=10.0):
@@ -107,3 +108,8 @@ class TestVerdict(base.TestCase):
                       lines)
         self.assertEqual('nova-api api1/7 (index, reported 10 s ago): '
                          'served 5, unservable 1; unrecorded 0', lines[-2])
+        pages = {'kept': 3, 'brought': 2, 'listed': 1, 'missed': 4}
+        lines = list(status.lines(_report(api=[_row(0, 0.0, pages=pages)])))
+        self.assertEqual('nova-api api1/7 (index, reported 10 s ago): '
+                         'served 5, unservable 1; unrecorded 0; pages '
+                         'brought 2, kept 3, listed 1, missed 4', lines[-2])

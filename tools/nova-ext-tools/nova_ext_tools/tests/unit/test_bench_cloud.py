@@ -47,7 +47,9 @@ class TestCounters(base.TestCase):
             return {'host': 'api1', 'pid': pid, 'driver': 'index',
                     'updated_at': 1.0, 'unrecorded': None,
                     'counts': {'served': 5, 'unservable': 2},
-                    'reasons': {'unservable': reasons}}
+                    'reasons': {'unservable': reasons},
+                    'pages': {'kept': 3, 'brought': pid, 'listed': 0,
+                              'missed': 1}}
         reasons = {'a "quoted" reason': 1,
                    'N captured changes not recorded in the index yet': 1}
 
@@ -63,6 +65,8 @@ class TestCounters(base.TestCase):
             {'unservable: a "quoted" reason': 2,
              'unservable: N captured changes not recorded in the index '
              'yet': 2}, novaext.handed_reasons(text))
+        self.assertEqual({'kept': 6, 'brought': 3, 'listed': 0,
+                          'missed': 2}, novaext.page_lookups(text))
 
 
 class TestBreakdown(base.TestCase):
