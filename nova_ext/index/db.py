@@ -23,6 +23,7 @@ import threading
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from sqlalchemy import exc as sa_exc
+import tenacity
 
 from nova_ext.index import generation
 from nova_ext.index import lock_waits
@@ -95,19 +96,29 @@ def patient(conn):
         yield conn
 
 
-def write(engine, fn, attempts=3, timeout=None, cooperative=True):
+def write(engine, fn, attempts=5, timeout=None, cooperative=True):
     """``fn(conn)`` in a :func:`begin_write` transaction; its result.
 
     Run again while it loses a race (:func:`lost_race`), up to ``attempts``
-    times in all.
+    times in all, after a random pause: two writers of the same new
+    instance (each finding it absent, then inserting it) deadlock on
+    MySQL, and run again at once they can deadlock again, in step. Not
+    ``cooperative``, it runs again at once (no other greenthread may run).
     """
-    for attempt in range(attempts):
-        try:
-            with begin_write(engine, timeout, cooperative) as conn:
-                return fn(conn)
-        except (db_exc.DBError, sa_exc.DBAPIError) as e:
-            if attempt == attempts - 1 or not lost_race(e):
-                raise
+    def attempt():
+        with begin_write(engine, timeout, cooperative) as conn:
+            return fn(conn)
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=(tenacity.wait_random_exponential(multiplier=0.01, max=0.2)
+              if cooperative else tenacity.wait_none()),
+        retry=tenacity.retry_if_exception(_lost),
+        reraise=True)(attempt)
+
+
+def _lost(error):
+    return (isinstance(error, (db_exc.DBError, sa_exc.DBAPIError)) and
+            lost_race(error))
 
 
 def lost_race(error):
