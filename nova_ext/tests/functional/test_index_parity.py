@@ -503,23 +503,21 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
                                       {'server': {'name': name}})
             self.sync_index()
         brought, listed = {'brought': 1}, {'listed': 1}
-        # Into a page without a limit: where it sorts, only a list tells.
-        rename(older[0], 'zz1')
-        self.assertEqual([listed, brought, brought],
-                         [self._cache_outcome(uri) for uri in uris])
-        # On the page still, in its place: read again alone. On a full
-        # page it was not on: after its last row, read again alone too.
-        rename(older[0], 'zz2')
-        self.assertEqual([brought, brought, brought],
-                         [self._cache_outcome(uri) for uri in uris])
-        # Out of a page without a limit: it leaves it.
-        rename(older[0], 'srv-renamed')
-        self.assertEqual([brought, brought, brought],
-                         [self._cache_outcome(uri) for uri in uris])
-        # On a full page, renamed: in its place.
-        rename(newest[0], 'zz3')
-        self.assertEqual([listed, brought, brought],
-                         [self._cache_outcome(uri) for uri in uris])
+        for server, name, outcomes in (
+                # Into a page without a limit: where it sorts, only a list
+                # tells.
+                (older[0], 'zz1', [listed, brought, brought]),
+                # On the page still, in its place: read again alone. On a
+                # full page it was not on: after its last row, read again
+                # alone too.
+                (older[0], 'zz2', [brought, brought, brought]),
+                # Out of a page without a limit: it leaves it.
+                (older[0], 'srv-renamed', [brought, brought, brought]),
+                # On a full page, renamed: in its place.
+                (newest[0], 'zz3', [listed, brought, brought])):
+            rename(server, name)
+            self.assertEqual(outcomes,
+                             [self._cache_outcome(uri) for uri in uris], name)
         # Out of a full page: the next row comes in, which a list tells.
         limited = 'servers?all_tenants=1&name=%5Ezz&limit=1'
         self._get(self.admin_api, limited)
