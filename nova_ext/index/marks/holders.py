@@ -110,7 +110,6 @@ class Lease(object):
                     target=self._run, daemon=True,
                     name='nova-ext-index-holder')
                 self._thread.start()
-                atexit.register(self._exit)
         return name
 
     def _exit(self):
@@ -120,6 +119,8 @@ class Lease(object):
         if url is None or url != db.connection_url(self.conf) or (
                 os.getpid() != self.pid):
             return
+        # No beat after the row is gone: it would take itself for dead.
+        self._stop.set()
         try:
             release(db.get_engine(self.conf), name)
         except Exception as e:  # noqa: the watchers release it later
@@ -185,6 +186,11 @@ def get_lease(conf):
         # A forked child (uwsgi, oslo.service) is a holder of its own.
         if _LEASE is None or _LEASE.pid != os.getpid():
             _LEASE = Lease(conf)
+            # Registered now, before anything that records holds under
+            # its name registers its own exit (atexit runs them last in,
+            # first out): the row goes after the holds are recorded. It
+            # does nothing unless the row was recorded.
+            atexit.register(_LEASE._exit)
         return _LEASE
 
 

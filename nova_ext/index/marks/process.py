@@ -18,13 +18,30 @@ the process can apply them (``applies_marks``), one worker
 (``nova_ext.index.apply.worker``) applies them in the background. A list
 request asks what the process has not recorded yet (:func:`held`) before
 it reads the index (``nova_ext.instance_list.catch_up``).
+
+A process that exits cleanly records what it has not recorded yet before
+it goes (:func:`record_at_exit`): ``nova-manage db archive_deleted_rows``
+exits right after its writes, and what it could not record while the
+index was unreachable would otherwise be lost with it.
 """
 
+import atexit
 import threading
+import time
+
+from oslo_log import log as logging
 
 from nova_ext.index.apply import worker
 from nova_ext.index.marks import batcher
 from nova_ext.index.marks import holders
+
+LOG = logging.getLogger(__name__)
+
+#: Seconds an exiting process waits for its changes before it says so.
+EXIT_NOTICE = 1.0
+
+#: How many lost instances an exiting process names in its error.
+LOST_NAMED = 20
 
 _LOCK = threading.Lock()
 _WORKER = None
@@ -59,8 +76,48 @@ def get_batcher(conf):
             wake = None
             if applies_marks(conf):
                 wake = lambda: get_worker(conf).wake()  # noqa: E731
+            # The lease first: atexit runs its hooks last in, first out,
+            # and the holder row is to go only after the batcher's last
+            # record, whose holds name it.
+            holders.get_lease(conf)
             _BATCHER = batcher.Batcher(conf, wake=wake)
+            atexit.register(record_at_exit, conf, _BATCHER)
         return _BATCHER
+
+
+def record_at_exit(conf, running):
+    """Record what ``running`` holds, waiting up to ``max_lag`` seconds.
+
+    Run at a clean exit. Changes the index takes at once cost no wait; an
+    index that is unreachable (restarting, its grants revoked) is waited
+    for, as long as a nova-api may list with changes unrecorded, and then
+    given up on with an error: the reconcile pass finds what was lost.
+    Releases of held marks are not waited for: once this process's holder
+    stops beating, the watchers renew what it held (``holders``).
+    """
+    if not running.alive:
+        # A forked child's inherited hook: its parent's batcher.
+        return
+    lag = conf.nova_ext_index.max_lag
+    if running.flush(min(EXIT_NOTICE, lag)) or not running.held():
+        return
+    LOG.warning('nova_ext index: exiting with the changes of %d instances '
+                'not recorded in the index; waiting up to %.0f s '
+                '([nova_ext_index]max_lag) for it', len(running.held()), lag)
+    deadline = time.monotonic() + max(0.0, lag - EXIT_NOTICE)
+    while running.held():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            lost = sorted(running.held())
+            LOG.error('nova_ext index: exiting with the changes of %d '
+                      'instances not recorded in the index (%s); the next '
+                      'reconcile pass finds them, and nova-ext-manage index '
+                      'verify --fix does now', len(lost),
+                      ', '.join(lost[:LOST_NAMED] + (
+                          ['...'] if len(lost) > LOST_NAMED else [])))
+            return
+        running.flush(left)
+    LOG.info('nova_ext index: changes recorded; exiting')
 
 
 def applies_marks(conf):

@@ -22,11 +22,19 @@ own: a status the stock nova-api did not give is a difference), and
 afterwards the index has lost nothing (``nova-ext-manage index verify``)
 and no killed process is left a holder of the index's marks.
 ``NOVA_EXT_FAULT_ACTIONS`` sets the stream's length.
+
+And an archive (``nova-manage db archive_deleted_rows``) run while the
+index database user has no grants: the command exits right after its
+writes, so it waits at its exit for the index to take them, and once the
+grants are back the index has lost nothing.
 """
 
+import subprocess
+import threading
 import time
 
 from nova_ext_tools.cloud import procs
+from nova_ext_tools.cloud import services
 from nova_ext_tools.tests.deployment import base
 from nova_ext_tools.tests.deployment import faults
 from nova_ext_tools.tests.deployment import stream
@@ -34,6 +42,61 @@ from nova_ext_tools.tests.deployment import test_stream
 
 
 class TestFaults(base.CloudTestCase):
+
+    def verified(self, seconds):
+        """``nova-ext-manage index verify``, once it passes or times out.
+
+        The index catches up within ``max_lag``.
+        """
+        deadline = time.monotonic() + seconds
+        while True:
+            done = self.cloud.ext.command('nova-ext-manage', 'index',
+                                          'verify', check=False)
+            if done.returncode == 0 or time.monotonic() > deadline:
+                return done
+            time.sleep(5)
+
+    def test_an_archive_while_the_index_is_away(self):
+        conn = self.connect()
+        server = conn.compute.create_server(
+            name='archived', image_id=self.resources['image'],
+            flavor_id=conn.compute.find_flavor('tiny').id,
+            networks=[{'uuid': conn.network.find_network(
+                'private-admin').id}])
+        conn.compute.wait_for_server(server, wait=180)
+        conn.compute.delete_server(server.id)
+        conn.compute.wait_for_delete(server, wait=180)
+        counted = test_stream.counters_before(self)
+        injected = faults.Faults(self.cloud)
+        self.addCleanup(injected.finish)
+        injected.revoke_index_grants()
+        # Back while nova-manage waits at its exit (max_lag, 30 s).
+        back = threading.Timer(10, injected.finish)
+        self.addCleanup(back.cancel)
+        back.start()
+        done = subprocess.run([
+            services.venv_bin('nova-manage'), '--config-file',
+            self.cloud.nova.conf, 'db', 'archive_deleted_rows',
+            '--all-cells', '--until-complete'], capture_output=True,
+            text=True)
+        # 1: rows were archived.
+        self.assertEqual(1, done.returncode, done.stderr[-3000:])
+        self.assertIn('cannot hold the marks of', done.stderr)
+        self.assertIn('changes recorded; exiting', done.stderr)
+        done = self.verified(60)
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+        lister = stream.Lister(conn, self.connect(stock=True))
+        for url in ('/servers/detail?all_tenants=1&deleted=True',
+                    '/servers?all_tenants=1&deleted=True',
+                    '/servers/detail?all_tenants=1'):
+            same, answer, _before, after = lister.compare(url, 'latest')
+            self.assertTrue(same, '%s: %s' % (url, stream.first_difference(
+                answer, after)))
+            self.assertNotIn(server.id.encode(), answer[1])
+        now = test_stream.accounted_for(self, lister, counted)
+        self.assertEqual(lister.sent, now['served'] - counted.get(
+            'served', 0), 'served by the index, of %d: %s, before %s'
+            % (lister.sent, now, counted))
 
     def test_faults_in_a_stream(self):
         seed, actions, s = test_stream.new_stream(
@@ -53,13 +116,7 @@ class TestFaults(base.CloudTestCase):
         self.assertEqual([], s.differences[:5], 'seed %d: %d differences'
                          % (seed, len(s.differences)))
         # Nothing lost, once the index has caught up (max_lag).
-        deadline = time.monotonic() + 120
-        while True:
-            done = self.cloud.ext.command('nova-ext-manage', 'index',
-                                          'verify', check=False)
-            if done.returncode == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(5)
+        done = self.verified(120)
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
         # Processes killed with SIGKILL left their holder rows; watching
         # nova-apis and indexers release them by their beats.

@@ -1,0 +1,57 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A Nova process that writes once and exits, for test_capture_exit.
+
+Run as ``python -m nova_ext.tests.functional.exit_process --config-file
+nova.conf``, it starts as Nova's commands do (``nova.config.parse_args``,
+so that capture attaches through the notification driver), creates the
+cell database's schema, creates one instance (which makes it a holder of
+the index's marks, ``nova_ext.index.marks.holders``) and prints ``ready``.
+On a line on its standard input, it creates another instance, prints
+``written`` and returns from ``main``, as ``nova-manage`` does after its
+writes: whatever nova_ext does next, it does at the interpreter's exit.
+Instances are created through ``nova.db.main.api``.
+"""
+
+import sys
+
+from nova import config
+from nova import context as nova_context
+from nova.db.main import api as main_db_api
+from nova.db import migration
+from oslo_log import log as logging
+
+from nova_ext.index.marks import process
+
+FIRST = '0e0e0e0e-0000-4000-8000-000000000000'
+UUID = '0e0e0e0e-0000-4000-8000-000000000001'
+
+
+def create(uuid):
+    main_db_api.instance_create(nova_context.get_admin_context(), {
+        'uuid': uuid, 'project_id': 'p', 'user_id': 'u'})
+
+
+def main(argv):
+    config.parse_args(argv)
+    logging.setup(config.CONF, 'nova')
+    migration.db_sync(database='main')
+    create(FIRST)
+    process.get_batcher(config.CONF).flush(10)
+    print('ready', flush=True)
+    sys.stdin.readline()
+    create(UUID)
+    print('written', flush=True)
+
+
+if __name__ == '__main__':
+    main(sys.argv)

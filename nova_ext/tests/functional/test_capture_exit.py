@@ -1,0 +1,145 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A Nova process that exits with changes the index could not take yet.
+
+``nova-manage db archive_deleted_rows`` writes and exits. Its captured
+changes that the index could not record meanwhile (its database
+restarting, its grants revoked) wait in the process's memory; this test
+runs a separate OS process configured with capture, locks the SQLite
+index while it writes, and checks that it records them at its exit once
+the index is back, within ``max_lag``, and says which it gave up on past
+that.
+"""
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import fixtures
+from oslo_config import fixture as config_fixture
+import sqlalchemy as sa
+import testtools
+
+from nova_ext import conf as ext_conf
+from nova_ext.index import db as index_db
+from nova_ext.index import schema
+from nova_ext.index.upkeep import migration as index_migration
+from nova_ext.tests.functional import exit_process
+from nova_ext.tests.functional import test_capture_process
+
+
+class ExitWithChangesUnrecorded(object):
+
+    #: OS_NOVA_DISABLE_EVENTLET_PATCHING of the process.
+    native = None
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.tmp, 'index.sqlite')
+        self.index = 'sqlite:///' + self.path
+        conf = self.useFixture(config_fixture.Config(ext_conf.CONF))
+        conf.config(connection=self.index, group='nova_ext_index')
+        index_db.reset()
+        self.addCleanup(index_db.reset)
+        index_migration.db_sync(ext_conf.CONF)
+        self.engine = index_db.get_engine(ext_conf.CONF)
+
+    def start(self, max_lag):
+        """The process, once it has written while the index is locked."""
+        path = os.path.join(self.tmp, 'nova.conf')
+        with open(path, 'w') as f:
+            f.write(test_capture_process.NOVA_CONF.format(
+                tmp=self.tmp, index=self.index, capture='true'))
+            f.write('capture_timeout = 0.1\nmax_lag = %s\n' % max_lag)
+            # Its log on standard error; standard output is the protocol.
+            f.write('[DEFAULT]\nuse_stderr = true\n')
+        proc = subprocess.Popen(
+            [sys.executable, '-m', exit_process.__name__, '--config-file',
+             path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=dict(
+                os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING=self.native))
+        self.addCleanup(self._stop, proc)
+        self.assertEqual('ready', proc.stdout.readline().strip(),
+                         proc.stderr.read() if proc.poll() else '')
+        lock = sqlite3.connect(self.path, isolation_level=None)
+        self.addCleanup(lock.close)
+        lock.execute('BEGIN EXCLUSIVE')
+        proc.stdin.write('go\n')
+        proc.stdin.flush()
+        self.assertEqual('written', proc.stdout.readline().strip())
+        return proc, lock
+
+    def finish(self, proc):
+        """Its log, once it exited cleanly."""
+        _out, err = proc.communicate(timeout=120)
+        self.assertEqual(0, proc.returncode, err[-3000:])
+        self.assertEqual(self.native == '0', 'Eventlet based' in err,
+                         'the concurrency of the process')
+        return err
+
+    @staticmethod
+    def _stop(proc):
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+    def count(self, table):
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(
+                table)).scalar()
+
+    def marked(self):
+        with self.engine.connect() as conn:
+            return [r.uuid for r in conn.execute(sa.select(
+                schema.PENDING.c.uuid))]
+
+    def test_it_records_them_once_the_index_is_back(self):
+        proc, lock = self.start(max_lag=120)
+        # Main has returned; the process waits at its exit.
+        time.sleep(3)
+        self.assertIsNone(proc.poll())
+        lock.execute('ROLLBACK')
+        err = self.finish(proc)
+        self.assertEqual([exit_process.FIRST, exit_process.UUID],
+                         sorted(self.marked()))
+        self.assertIn('waiting up to 120 s', err)
+        self.assertIn('changes recorded; exiting', err)
+        self.assertNotIn(' ERROR ', err)
+        # It was a holder before the index was locked. Its holder row went
+        # after its holds were recorded, not before (when the index was
+        # still locked): nothing is left for the watchers to wait out.
+        self.assertEqual(0, self.count(schema.HOLDERS))
+        self.assertEqual(0, self.count(schema.HOLDS))
+
+    def test_past_max_lag_it_exits_naming_what_it_lost(self):
+        proc, lock = self.start(max_lag=3)
+        err = self.finish(proc)
+        lock.execute('ROLLBACK')
+        lost = [line for line in err.splitlines() if ' ERROR ' in line]
+        self.assertEqual(1, len(lost), err[-3000:])
+        self.assertIn('changes of 1 instances not recorded in the index (%s)'
+                      % exit_process.UUID, lost[0])
+        self.assertEqual([exit_process.FIRST], self.marked())
+
+
+class TestNativeThreads(ExitWithChangesUnrecorded, testtools.TestCase):
+
+    native = '1'
+
+
+class TestEventlet(ExitWithChangesUnrecorded, testtools.TestCase):
+    """As ``nova-manage``, whose default concurrency is still eventlet."""
+
+    native = '0'
