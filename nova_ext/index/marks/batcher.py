@@ -81,7 +81,7 @@ class Batcher(object):
         # Tickets: the changes added so far, and how many of the first of
         # them are committed.
         self._added = self._committed = 0
-        self._urgent = self._failing = self._stop = False
+        self._urgent = self._failing = self._stop = self._retry = False
         # A wait timed out: later ones return at once until a commit.
         self._stalled = False
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -201,6 +201,18 @@ class Batcher(object):
             return _merge(inflight, {u: v for u, v in self._buffer.items()
                                      if u in self._uncovered})
 
+    def retry(self):
+        """Cut short the pause after a failed commit: try again now.
+
+        For a process about to exit, whose changes are lost if the index
+        comes back during a pause: list requests' waits (:meth:`wait`,
+        :meth:`flush`) keep the backoff, so that an index that is down is
+        not asked once per request.
+        """
+        with self._cond:
+            self._retry = True
+            self._cond.notify_all()
+
     @property
     def buffered(self):
         with self._cond:
@@ -319,8 +331,9 @@ class Batcher(object):
                             error)
             self._failing = True
             self._cond.notify_all()
-            # Woken early only to stop (one last attempt).
-            self._cond.wait_for(lambda: self._stop, pause)
+            # Woken early only to stop (one last attempt) or to retry.
+            self._cond.wait_for(lambda: self._stop or self._retry, pause)
+            self._retry = False
         return True
 
 

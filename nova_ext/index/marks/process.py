@@ -40,6 +40,9 @@ LOG = logging.getLogger(__name__)
 #: Seconds an exiting process waits for its changes before it says so.
 EXIT_NOTICE = 1.0
 
+#: Seconds between two attempts of an exiting process to record.
+EXIT_RETRY = 0.5
+
 #: How many lost instances an exiting process names in its error.
 LOST_NAMED = 20
 
@@ -116,7 +119,10 @@ def record_at_exit(conf, running):
                       ', '.join(lost[:LOST_NAMED] + (
                           ['...'] if len(lost) > LOST_NAMED else [])))
             return
-        running.flush(left)
+        # Tried again every EXIT_RETRY seconds, not after the batcher's
+        # growing pauses: the index may be back during one.
+        running.retry()
+        running.flush(min(left, EXIT_RETRY))
     LOG.info('nova_ext index: changes recorded; exiting')
 
 

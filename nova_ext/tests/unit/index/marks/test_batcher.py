@@ -10,10 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import sqlite3
 import time
 
+import fixtures
 from oslo_db import exception as db_exc
 
+from nova_ext.index.marks import batcher as batcher_mod
 from nova_ext.index.marks import pending
 from nova_ext.tests.unit.index import base as index_base
 
@@ -120,3 +123,24 @@ class TestBatcher(index_base.BatcherTestCase):
                          .release_delay)
         self.flags(capture_release_delay=7.0, group='nova_ext_index')
         self.assertEqual(7.0, self.batcher(delay=5.0).release_delay)
+
+    def test_retry_cuts_the_pause_after_a_failure_short(self):
+        for name in ('BACKOFF', 'MAX_BACKOFF'):
+            self.useFixture(fixtures.MockPatchObject(batcher_mod, name,
+                                                     3600))
+        lock = sqlite3.connect(self.engine.url.database,
+                               isolation_level=None)
+        self.addCleanup(lock.close)
+        lock.execute('BEGIN EXCLUSIVE')
+        self.flags(capture_timeout=0.05, group='nova_ext_index')
+        running = self.batcher(delay=0.001)
+        running.add('a', 1.0)
+        deadline = time.monotonic() + 10
+        while not running.failures and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(1, running.failures)
+        lock.execute('ROLLBACK')
+        # Paused for an hour after its failure, but for this.
+        running.retry()
+        self.assertTrue(running.flush(10))
+        self.assertEqual({'a': (1.0, 1.0)}, self.marked())

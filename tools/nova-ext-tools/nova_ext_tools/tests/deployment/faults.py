@@ -14,12 +14,15 @@
 Each fault is what an operator's cloud suffers: a process killed with
 SIGKILL and restarted (as systemd restarts it), the index database user
 losing its grants for a while, MariaDB and RabbitMQ restarting. A fault
-either ends at once (the process is back) or is ended by ``tick`` once its
-time is over, while the stream goes on.
+either ends at once (the process is back) or ends once its time is over,
+by a timer, whatever the stream is doing then: a command the stream waits
+for (an archive waiting at its exit for the index) does not hold it off,
+as it does not hold off an operator's fix.
 """
 
 import os
 import signal
+import threading
 import time
 
 from nova_ext_tools.cloud import layout
@@ -32,7 +35,7 @@ class Faults(object):
     def __init__(self, cloud, revoke_seconds=30):
         self.cloud = cloud
         self.revoke_seconds = revoke_seconds
-        self._grants_back_at = None
+        self._grants_back = None
         self.done = []
         #: Pids killed with SIGKILL.
         self.killed = []
@@ -45,16 +48,12 @@ class Faults(object):
         getattr(self, name)()
         self.done.append(name)
 
-    def tick(self):
-        """End a fault whose time is over; called before each action."""
-        if self._grants_back_at and time.monotonic() >= self._grants_back_at:
-            self._grant_index()
-            self._grants_back_at = None
-
     def finish(self):
-        if self._grants_back_at:
+        """End the faults still on."""
+        timer, self._grants_back = self._grants_back, None
+        if timer is not None:
+            timer.cancel()
             self._grant_index()
-            self._grants_back_at = None
 
     def kill_cell_conductor(self):
         name = 'nova-conductor-' + layout.CELLS[0]
@@ -74,11 +73,23 @@ class Faults(object):
     def revoke_index_grants(self):
         self.cloud.db.sql("REVOKE ALL PRIVILEGES ON `nova_ext_index`.* "
                           "FROM '%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
-        self._grants_back_at = time.monotonic() + self.revoke_seconds
+        self._grants_back = threading.Timer(self.revoke_seconds,
+                                            self._grant_index)
+        self._grants_back.daemon = True
+        self._grants_back.start()
 
-    def _grant_index(self):
-        self.cloud.db.sql("GRANT ALL ON `nova_ext_index`.* TO "
-                          "'%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
+    def _grant_index(self, seconds=120):
+        # MariaDB may be restarting then, another fault.
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                self.cloud.db.sql("GRANT ALL ON `nova_ext_index`.* TO "
+                                  "'%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
+                return
+            except procs.CloudError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
 
     def restart_mariadb(self):
         self.cloud.db.restart()

@@ -310,11 +310,9 @@ class Stream(object):
         at = {actions * (i + 1) // (len(names) + 1): name
               for i, name in enumerate(names)}
         for step in range(actions):
-            if faults:
-                faults.tick()
-                if step in at:
-                    faults.inject(at[step])
-                    self.check_lists(step, 'after ' + at[step])
+            if faults and step in at:
+                faults.inject(at[step])
+                self.check_lists(step, 'after ' + at[step])
             try:
                 what, sid = self.act(step)
             except sdk_exc.HttpException as e:
