@@ -112,13 +112,8 @@ def write(engine, fn, attempts=5, timeout=None, cooperative=True):
         stop=tenacity.stop_after_attempt(attempts),
         wait=(tenacity.wait_random_exponential(multiplier=0.01, max=0.2)
               if cooperative else tenacity.wait_none()),
-        retry=tenacity.retry_if_exception(_lost),
+        retry=tenacity.retry_if_exception(lost_race),
         reraise=True)(attempt)
-
-
-def _lost(error):
-    return (isinstance(error, (db_exc.DBError, sa_exc.DBAPIError)) and
-            lost_race(error))
 
 
 def lost_race(error):

@@ -21,40 +21,23 @@ that.
 """
 
 import os
-import sqlite3
 import subprocess
 import sys
 import time
 
-import fixtures
-from oslo_config import fixture as config_fixture
 import sqlalchemy as sa
 import testtools
 
-from nova_ext import conf as ext_conf
-from nova_ext.index import db as index_db
 from nova_ext.index import schema
-from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.tests.functional import exit_process
 from nova_ext.tests.functional import test_capture_process
+from nova_ext.tests.unit.index import base as index_base
 
 
-class ExitWithChangesUnrecorded(object):
+class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
 
     #: OS_NOVA_DISABLE_EVENTLET_PATCHING of the process.
     native = None
-
-    def setUp(self):
-        super().setUp()
-        self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.path = os.path.join(self.tmp, 'index.sqlite')
-        self.index = 'sqlite:///' + self.path
-        conf = self.useFixture(config_fixture.Config(ext_conf.CONF))
-        conf.config(connection=self.index, group='nova_ext_index')
-        index_db.reset()
-        self.addCleanup(index_db.reset)
-        index_migration.db_sync(ext_conf.CONF)
-        self.engine = index_db.get_engine(ext_conf.CONF)
 
     def start(self, max_lag):
         """The process, once it has written while the index is locked."""
@@ -73,9 +56,7 @@ class ExitWithChangesUnrecorded(object):
         self.addCleanup(self._stop, proc)
         self.assertEqual('ready', proc.stdout.readline().strip(),
                          proc.stderr.read() if proc.poll() else '')
-        lock = sqlite3.connect(self.path, isolation_level=None)
-        self.addCleanup(lock.close)
-        lock.execute('BEGIN EXCLUSIVE')
+        lock = index_base.lock(self, self.path)
         proc.stdin.write('go\n')
         proc.stdin.flush()
         self.assertEqual('written', proc.stdout.readline().strip())
@@ -94,11 +75,6 @@ class ExitWithChangesUnrecorded(object):
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
-
-    def count(self, table):
-        with self.engine.connect() as conn:
-            return conn.execute(sa.select(sa.func.count()).select_from(
-                table)).scalar()
 
     def marked(self):
         with self.engine.connect() as conn:

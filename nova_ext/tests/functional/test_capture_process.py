@@ -59,17 +59,28 @@ capture = {capture}
 """
 
 
-class TestCaptureInAConductorProcess(testtools.TestCase):
+class IndexInTmp(object):
+    """An SQLite index in a temporary directory, as nova_ext's CONF says."""
 
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.index = 'sqlite:///%s/index.sqlite' % self.tmp
+        self.path = os.path.join(self.tmp, 'index.sqlite')
+        self.index = 'sqlite:///' + self.path
         conf = self.useFixture(config_fixture.Config(ext_conf.CONF))
         conf.config(connection=self.index, group='nova_ext_index')
         index_db.reset()
         self.addCleanup(index_db.reset)
         index_migration.db_sync(ext_conf.CONF)
+        self.engine = index_db.get_engine(ext_conf.CONF)
+
+    def count(self, table):
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(sa.func.count()).select_from(
+                table)).scalar()
+
+
+class TestCaptureInAConductorProcess(IndexInTmp, testtools.TestCase):
 
     def run_process(self, capture):
         path = os.path.join(self.tmp, 'nova.conf')
@@ -91,11 +102,8 @@ class TestCaptureInAConductorProcess(testtools.TestCase):
             self.assertEqual([conductor_process.UUID], uuids, write)
         # It exited cleanly: no holder of it is left for others to wait
         # for (nova_ext.index.marks.holders).
-        engine = index_db.get_engine(ext_conf.CONF)
-        with engine.connect() as conn:
-            for table in (schema.HOLDERS, schema.HOLDS):
-                self.assertEqual(0, conn.execute(sa.select(
-                    sa.func.count()).select_from(table)).scalar())
+        for table in (schema.HOLDERS, schema.HOLDS):
+            self.assertEqual(0, self.count(table))
 
     def test_nothing_is_marked_without_capture(self):
         marked = self.run_process(capture='false')

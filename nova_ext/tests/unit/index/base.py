@@ -14,6 +14,7 @@
 import collections
 import datetime
 import os
+import sqlite3
 
 import fixtures
 import sqlalchemy as sa
@@ -39,6 +40,18 @@ class IndexDBTestCase(base.TestCase):
         self.addCleanup(db.reset)
         migration.db_sync(self.conf.conf)
         self.engine = db.get_engine(self.conf.conf)
+
+
+def lock(test, path):
+    """Hold the write lock of the SQLite database file ``path``.
+
+    Another connection, as another process would hold it; released by
+    the returned connection's ``execute('ROLLBACK')``, or at cleanup.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    test.addCleanup(conn.close)
+    conn.execute('BEGIN EXCLUSIVE')
+    return conn
 
 
 def held(engine):

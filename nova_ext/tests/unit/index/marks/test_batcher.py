@@ -10,7 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-import sqlite3
 import time
 
 import fixtures
@@ -128,10 +127,7 @@ class TestBatcher(index_base.BatcherTestCase):
         for name in ('BACKOFF', 'MAX_BACKOFF'):
             self.useFixture(fixtures.MockPatchObject(batcher_mod, name,
                                                      3600))
-        lock = sqlite3.connect(self.engine.url.database,
-                               isolation_level=None)
-        self.addCleanup(lock.close)
-        lock.execute('BEGIN EXCLUSIVE')
+        lock = index_base.lock(self, self.engine.url.database)
         self.flags(capture_timeout=0.05, group='nova_ext_index')
         running = self.batcher(delay=0.001)
         running.add('a', 1.0)

@@ -12,8 +12,6 @@
 """What a process records at its exit (the whole exit, in a process of
 its own: ``nova_ext.tests.functional.test_capture_exit``)."""
 
-import sqlite3
-
 import fixtures
 
 from nova_ext.index.marks import process
@@ -28,13 +26,6 @@ class TestRecordAtExit(index_base.BatcherTestCase):
         self.log = self.useFixture(fixtures.FakeLogger(
             name=process.__name__))
 
-    def lock_index(self):
-        lock = sqlite3.connect(self.engine.url.database,
-                               isolation_level=None)
-        lock.execute('BEGIN EXCLUSIVE')
-        self.addCleanup(lock.close)
-        return lock
-
     def test_what_the_index_takes_costs_no_wait(self):
         running = self.batcher()
         running.add('a', 1.0)
@@ -47,7 +38,7 @@ class TestRecordAtExit(index_base.BatcherTestCase):
         # holder is gone.
         self.flags(max_lag=3600, group='nova_ext_index')
         running = self.batcher(delay=0.001, release_delay=0.001)
-        lock = self.lock_index()
+        lock = index_base.lock(self, self.engine.url.database)
         running.add_all(['a'], 1.0, releases=[('a', 'h', 1)], covered=True)
         process.record_at_exit(self.conf.conf, running)
         self.assertEqual('', self.log.output)
