@@ -59,6 +59,8 @@ from nova_ext.seams.internals import orm
 CONF = ext_conf.CONF
 LOG = logging.getLogger(__name__)
 _NAMESPACE = uuid_lib.UUID('6e6f7661-5f65-7874-2d69-6e6465780000')
+#: The name of the index's cell mapping (it is in no cell list of Nova's).
+CELL_NAME = 'nova_ext_index'
 
 
 def index_cell(conf):
@@ -71,7 +73,7 @@ def index_cell(conf):
     """
     url = db.connection_url(conf)
     cell = objects.CellMapping(
-        uuid=str(uuid_lib.uuid5(_NAMESPACE, url)), name='nova_ext_index',
+        uuid=str(uuid_lib.uuid5(_NAMESPACE, url)), name=CELL_NAME,
         database_connection=url, transport_url='none:///', disabled=False)
     nova_cells.cache_database(cell.uuid, db.get_context_manager(conf))
     return cell

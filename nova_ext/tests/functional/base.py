@@ -23,6 +23,7 @@ from nova.tests.functional.api import client as api_client
 from nova.tests.functional import integrated_helpers
 
 from nova_ext.tests.functional import fixtures as ext_fixtures
+from nova_ext.tests.functional import harness_cells
 
 
 class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
@@ -40,6 +41,7 @@ class NovaExtTestCase(integrated_helpers._IntegratedTestBase):
     NOVA_EXT_OPTIONS = {}
 
     def _setup_services(self):
+        self.cell_targets = self.useFixture(harness_cells.CellTargets())
         # The operator configures nova_ext before the services start.
         self.nova_ext = self.useFixture(ext_fixtures.NovaExtFixture(
             self, self.NOVA_EXT_SEAMS, self.NOVA_EXT_OPTIONS))

@@ -27,7 +27,6 @@ import sys
 import time
 
 import fixtures
-from nova import context as nova_context
 from nova import rpc
 from nova.scheduler import request_filter
 from oslo_config import cfg
@@ -213,13 +212,6 @@ class IndexFixture(fixtures.Fixture):
         # Runs before index_db.reset: the worker uses the engine.
         self.addCleanup(index_process.reset)
         index_migration.db_sync(CONF)
-        # Nova's CellDatabases fixture replaces target_cell with a wrapper
-        # that only knows the harness's cell databases; tell it about the
-        # index, which the real target_cell finds in CELL_CACHE.
-        celldbs = getattr(nova_context.target_cell, '__self__', None)
-        if celldbs is not None:
-            celldbs._ctxt_mgrs[self.connection] = (
-                index_db.get_context_manager(CONF))
 
     @property
     def engine(self):

@@ -13,10 +13,8 @@
 
 import sqlite3
 
-from nova import context as nova_context
 
 from nova_ext import conf as ext_conf
-from nova_ext.index import db
 from nova_ext.index.marks import process
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import test_index_capture as capture_tests
@@ -86,9 +84,6 @@ class TestChangeStreamWriterBlocked(changes._ChangeStream,
             read_only = 'sqlite:///file:%s?mode=ro&uri=true' % path
             self.writable = self.index.connection
             self.flags(connection=read_only, group='nova_ext_index')
-            celldbs = nova_context.target_cell.__self__
-            celldbs._ctxt_mgrs[read_only] = db.get_context_manager(
-                ext_conf.CONF)
             self.assertTrue(process.held())
         elif step == self.READ_ONLY.stop:
             self.assertTrue(process.held())
