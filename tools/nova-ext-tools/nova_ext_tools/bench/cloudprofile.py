@@ -43,9 +43,14 @@ COMPONENTS = (
     ('neutron: security groups of the page', (
         'nova/network/security_group_api.py', 'neutronclient/',
         'nova_ext/instance_list/render/security_groups.py')),
-    ('catch-up: applying recorded changes', (
+    ("catch-up: the cells' check, recorded changes", (
         'nova_ext/instance_list/catch_up.py',)),
     ('build requests lookup', ('check_build_requests',)),
+    # A kept page and its bringing up to date; the index query it makes
+    # for the changed servers is the index query's.
+    ('page cache: kept pages', (
+        'nova_ext/instance_list/page_cache.py',
+        'nova_ext/instance_list/page_patch.py')),
     ('render cache and Nova\'s view', (
         'nova/api/openstack/compute/views/',
         'nova_ext/instance_list/render/view.py',
@@ -64,6 +69,8 @@ COMPONENTS = (
         'nova_ext/instance_list/render/')),
 )
 OTHER = 'pipeline: uwsgi, paste, webob, policy, the rest'
+#: Seconds the profile waits at most for the machine to settle.
+SETTLE_SECONDS = 300
 #: A frame every sample of a thread serving a request holds.
 REQUEST_FRAME = 'urlmap.py'
 
@@ -93,6 +100,23 @@ def parse(path):
     return counts
 
 
+def settle(timeout=SETTLE_SECONDS):
+    """Wait until the machine is no longer busy: the seconds waited.
+
+    The timings before leave work behind (the writes' servers still
+    stopping and starting, their changes applied, the profiled nova-api's
+    workers starting), which the sampled requests would otherwise wait
+    for: until the 1-minute load is under the number of CPUs, for
+    ``timeout`` s at most.
+    """
+    started = time.monotonic()
+    cpus = os.cpu_count() or 1
+    while (os.getloadavg()[0] >= cpus and
+           time.monotonic() - started < timeout):
+        time.sleep(5)
+    return round(time.monotonic() - started, 1)
+
+
 def profile(cloud, target, url, seconds=30):
     """Break down ``target``'s requests for ``url`` through the sampler.
 
@@ -111,6 +135,7 @@ def profile(cloud, target, url, seconds=30):
         cloudload.phase(cloudload.Target(
             'profiled', profiled.endpoint, target.headers['X-Auth-Token']),
             url, 4, 1)
+        settled = settle()
         latencies = []
         ends = time.monotonic() + seconds
         while time.monotonic() < ends:
@@ -127,6 +152,8 @@ def profile(cloud, target, url, seconds=30):
     total = sum(counts.values()) or 1
     sent = len(latencies) or 1
     return {
+        'settled': settled,
+        'load': [round(x, 2) for x in os.getloadavg()],
         'requests': len(latencies),
         'p50_ms': cloudload.percentile([x * 1000 for x in latencies], 0.5),
         'sampled_ms_per_request': round(total * interval_ms / sent, 1),

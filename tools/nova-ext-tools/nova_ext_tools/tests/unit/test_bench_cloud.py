@@ -82,8 +82,18 @@ class TestBreakdown(base.TestCase):
                  'read (nova_ext/index/apply/source.py:90)']
         # The index query calls the catch-up, inside keystonemiddleware's
         # call of the application: the catch-up is innermost.
-        self.assertEqual('catch-up: applying recorded changes',
+        self.assertEqual("catch-up: the cells' check, recorded changes",
                          cloudprofile.classify(stack))
+
+    def test_a_kept_page_is_the_page_caches_but_its_query_is_not(self):
+        kept = [self.REQUEST,
+                '_body (nova_ext/instance_list/index.py:223)',
+                'current (nova_ext/instance_list/page_cache.py:120)',
+                'bring (nova_ext/instance_list/page_patch.py:90)']
+        self.assertEqual('page cache: kept pages',
+                         cloudprofile.classify(kept))
+        self.assertEqual('index query (database)', cloudprofile.classify(
+            kept + ['list_rows (nova_ext/instance_list/index.py:280)']))
 
     def test_waiting_for_neutrons_answers_is_neutrons(self):
         # nova_ext's threads ask Neutron; the request's thread waits.
