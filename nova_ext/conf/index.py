@@ -56,12 +56,13 @@ the index off for ``[nova_ext_instance_list]retry_interval``. Changes
 recorded in the index (pending) do not count, however old: each list
 request applies them before it reads the index (see ``catch_up_limit``).
 
-It is also how long a Nova command with capture on (``nova-manage db
-archive_deleted_rows`` finishing) waits at its exit for the index to record
-the changes it holds; past it, the command exits and logs them as an error,
-and the next reconcile pass heals the index. Services stopped by
-oslo.service may leave through ``os._exit`` (its threading backend does),
-without that wait.
+It is also how long a Nova process with capture on waits, when it exits
+(``nova-manage db archive_deleted_rows`` finishing) or once its service has
+stopped (nova-conductor on SIGTERM), for the index to record the changes it
+holds; past it, the process goes on and logs them as an error, and the next
+reconcile pass heals the index. oslo.service ends a graceful stop that
+takes longer than its ``graceful_shutdown_timeout`` at once: keep that
+above this value.
 """),
     cfg.FloatOpt(
         'query_timeout',

@@ -19,21 +19,26 @@ the process can apply them (``applies_marks``), one worker
 request asks what the process has not recorded yet (:func:`held`) before
 it reads the index (``nova_ext.instance_list.catch_up``).
 
-A process that exits cleanly records what it has not recorded yet before
-it goes (:func:`record_at_exit`): ``nova-manage db archive_deleted_rows``
-exits right after its writes, and what it could not record while the
-index was unreachable would otherwise be lost with it.
+A process that exits cleanly, or a Nova service that stops, records what
+it has not recorded yet before it goes (:func:`record_at_exit`):
+``nova-manage db archive_deleted_rows`` exits right after its writes, a
+conductor stopped by oslo.service leaves by ``os._exit``, and what either
+could not record while the index was unreachable would otherwise be lost
+with it.
 """
 
 import atexit
+import functools
 import threading
 import time
 
 from oslo_log import log as logging
 
+from nova_ext import exception
 from nova_ext.index.apply import worker
 from nova_ext.index.marks import batcher
 from nova_ext.index.marks import holders
+from nova_ext.seams.internals import service_stop
 
 LOG = logging.getLogger(__name__)
 
@@ -85,16 +90,29 @@ def get_batcher(conf):
             holders.get_lease(conf)
             _BATCHER = batcher.Batcher(conf, wake=wake)
             atexit.register(record_at_exit, conf, _BATCHER)
+            _record_at_stop(conf, _BATCHER)
         return _BATCHER
+
+
+def _record_at_stop(conf, running):
+    # A Nova service run by oslo.service leaves by os._exit once it has
+    # stopped, without the atexit hooks.
+    try:
+        service_stop.after_stop(
+            __name__, functools.partial(record_at_exit, conf, running))
+    except exception.UnsupportedNovaVersion as e:
+        LOG.warning('%s; a Nova service that stops leaves what it has not '
+                    'recorded in the index to the reconcile pass', e)
 
 
 def record_at_exit(conf, running):
     """Record what ``running`` holds, waiting up to ``max_lag`` seconds.
 
-    Run at a clean exit. Changes the index takes at once cost no wait; an
-    index that is unreachable (restarting, its grants revoked) is waited
-    for, as long as a nova-api may list with changes unrecorded, and then
-    given up on with an error: the reconcile pass finds what was lost.
+    Run at a clean exit, and once a Nova service of the process has
+    stopped (``service_stop``). Changes the index takes at once cost no
+    wait; an index that is unreachable (restarting, its grants revoked) is
+    waited for, as long as a nova-api may list with changes unrecorded, and
+    then given up on with an error: the reconcile pass finds what was lost.
     Releases of held marks are not waited for: once this process's holder
     stops beating, the watchers renew what it held (``holders``).
     """
@@ -144,7 +162,10 @@ def held():
 
 
 def reset():
-    """Record what is buffered, then stop the batcher and the worker."""
+    """Record what is buffered, then stop the batcher and the worker.
+
+    Nova's ``Service.stop`` is given back.
+    """
     global _WORKER, _BATCHER
     with _LOCK:
         stopping, _BATCHER = _BATCHER, None
@@ -157,3 +178,4 @@ def reset():
     if running is not None:
         running.stop()
     holders.reset()
+    service_stop.remove()

@@ -20,14 +20,25 @@ On a line on its standard input, it creates another instance, prints
 ``written`` and returns from ``main``, as ``nova-manage`` does after its
 writes: whatever nova_ext does next, it does at the interpreter's exit.
 Instances are created through ``nova.db.main.api``.
+
+With ``NOVA_EXT_TEST_EXIT=service`` in its environment it serves instead,
+after its writes, as nova-conductor does, with Nova's base manager: Nova's
+``Service`` under oslo.service
+(on native threads, its threading backend's launcher, which leaves by
+``os._exit`` once SIGTERM has stopped the service), and prints ``serving``
+once it has started.
 """
 
+import os
 import sys
 
+from nova.conductor import rpcapi as conductor_rpcapi
 from nova import config
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db import migration
+from nova import objects
+from nova import service as nova_service
 from oslo_log import log as logging
 
 from nova_ext.index.marks import process
@@ -51,6 +62,22 @@ def main(argv):
     sys.stdin.readline()
     create(UUID)
     print('written', flush=True)
+    if os.environ.get('NOVA_EXT_TEST_EXIT') == 'service':
+        # Nova's base manager: the conductor's own asks keystone for
+        # placement's endpoint as it is made.
+        objects.register_all()
+        nova_service.serve(Conductor(
+            'exit-process', 'nova-conductor', conductor_rpcapi.RPC_TOPIC,
+            'nova.manager.Manager'), workers=1, no_fork=True)
+        nova_service.wait()
+
+
+class Conductor(nova_service.Service):
+    """Nova's service, which says when it serves."""
+
+    def start(self):
+        super().start()
+        print('serving', flush=True)
 
 
 if __name__ == '__main__':

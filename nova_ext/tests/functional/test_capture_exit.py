@@ -21,6 +21,7 @@ that.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -39,8 +40,12 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
     #: OS_NOVA_DISABLE_EVENTLET_PATCHING of the process.
     native = None
 
-    def start(self, max_lag):
-        """The process, once it has written while the index is locked."""
+    def start(self, max_lag, serve=False):
+        """The process, once it has written while the index is locked.
+
+        :param serve: it serves as a Nova service after its writes
+            (``exit_process``); returned once it does.
+        """
         path = os.path.join(self.tmp, 'nova.conf')
         with open(path, 'w') as f:
             f.write(test_capture_process.NOVA_CONF.format(
@@ -52,7 +57,8 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
             [sys.executable, '-m', exit_process.__name__, '--config-file',
              path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env=dict(
-                os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING=self.native))
+                os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING=self.native,
+                NOVA_EXT_TEST_EXIT='service' if serve else 'return'))
         self.addCleanup(self._stop, proc)
         self.assertEqual('ready', proc.stdout.readline().strip(),
                          proc.stderr.read() if proc.poll() else '')
@@ -60,6 +66,8 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
         proc.stdin.write('go\n')
         proc.stdin.flush()
         self.assertEqual('written', proc.stdout.readline().strip())
+        if serve:
+            self.assertEqual('serving', proc.stdout.readline().strip())
         return proc, lock
 
     def finish(self, proc):
@@ -97,6 +105,24 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
         # after its holds were recorded, not before (when the index was
         # still locked): nothing is left for the watchers to wait out.
         self.assertEqual(0, self.count(schema.HOLDERS))
+        self.assertEqual(0, self.count(schema.HOLDS))
+
+    def test_a_service_stopped_records_them_once_the_index_is_back(self):
+        # On native threads, oslo.service leaves by os._exit once SIGTERM
+        # has stopped the service: no atexit hook runs.
+        proc, lock = self.start(max_lag=120, serve=True)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(3)
+        self.assertIsNone(proc.poll())
+        lock.execute('ROLLBACK')
+        err = self.finish(proc)
+        self.assertIn('nova-conductor service graceful shutdown finished',
+                      err)
+        self.assertEqual([exit_process.FIRST, exit_process.UUID],
+                         sorted(self.marked()))
+        self.assertIn('waiting up to 120 s', err)
+        self.assertIn('changes recorded; exiting', err)
+        self.assertNotIn(' ERROR ', err)
         self.assertEqual(0, self.count(schema.HOLDS))
 
     def test_past_max_lag_it_exits_naming_what_it_lost(self):

@@ -70,9 +70,20 @@ class Faults(object):
         self.killed.append(sorted(workers)[0])
         os.kill(sorted(workers)[0], signal.SIGKILL)
 
-    def revoke_index_grants(self):
+    def revoke_index_grants(self, sessions=False):
+        """The index database user's grants gone for ``revoke_seconds``.
+
+        MariaDB checks database privileges as a session selects its
+        database: the sessions already open go on writing.
+
+        :param sessions: end them too (``KILL USER``), as a database
+            failing over does; every process of the cloud then has to
+            connect again.
+        """
         self.cloud.db.sql("REVOKE ALL PRIVILEGES ON `nova_ext_index`.* "
                           "FROM '%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
+        if sessions:
+            self.cloud.db.sql("KILL USER '%s'" % cloud_nova.INDEX_USER)
         self._grants_back = threading.Timer(self.revoke_seconds,
                                             self._grant_index)
         self._grants_back.daemon = True

@@ -26,9 +26,13 @@ and no killed process is left a holder of the index's marks.
 And an archive (``nova-manage db archive_deleted_rows``) run while the
 index database user has no grants: the command exits right after its
 writes, so it waits at its exit for the index to take them, and once the
-grants are back the index has lost nothing.
+grants are back the index has lost nothing. So does a cell conductor
+stopped (SIGTERM) while the grants are gone, with the changes of a server
+it wrote meanwhile: oslo.service leaves by ``os._exit`` once the service
+has stopped, and the conductor waits for the index before that.
 """
 
+import os
 import subprocess
 import time
 
@@ -55,14 +59,35 @@ class TestFaults(base.CloudTestCase):
                 return done
             time.sleep(5)
 
-    def test_an_archive_while_the_index_is_away(self):
-        conn = self.connect()
+    def booted(self, conn, name):
+        """A new server of the admin's, once ACTIVE."""
         server = conn.compute.create_server(
-            name='archived', image_id=self.resources['image'],
+            name=name, image_id=self.resources['image'],
             flavor_id=conn.compute.find_flavor('tiny').id,
             networks=[{'uuid': conn.network.find_network(
                 'private-admin').id}])
-        conn.compute.wait_for_server(server, wait=180)
+        return conn.compute.wait_for_server(server, wait=180)
+
+    def assertServed(self, lister, counted, urls, absent=None):
+        """Each list is Nova's, without ``absent``, served by the index.
+
+        Compared at once, without waiting for the index: the catch-up of
+        each list applies what was recorded.
+        """
+        for url in urls:
+            same, answer, _before, after = lister.compare(url, 'latest')
+            self.assertTrue(same, '%s: %s' % (url, stream.first_difference(
+                answer, after)))
+            if absent is not None:
+                self.assertNotIn(absent.encode(), answer[1])
+        now = test_stream.accounted_for(self, lister, counted)
+        self.assertEqual(lister.sent, now['served'] - counted.get(
+            'served', 0), 'served by the index, of %d: %s, before %s'
+            % (lister.sent, now, counted))
+
+    def test_an_archive_while_the_index_is_away(self):
+        conn = self.connect()
+        server = self.booted(conn, 'archived')
         conn.compute.delete_server(server.id)
         conn.compute.wait_for_delete(server, wait=180)
         lister = stream.Lister(conn, self.connect(stock=True))
@@ -81,19 +106,42 @@ class TestFaults(base.CloudTestCase):
         self.assertEqual(1, done.returncode, done.stderr[-3000:])
         self.assertIn('cannot hold the marks of', done.stderr)
         self.assertIn('changes recorded; exiting', done.stderr)
-        # Right after it, without waiting for the index: the catch-up of
-        # each list applies what nova-manage recorded at its exit.
-        for url in ('/servers/detail?all_tenants=1&deleted=True',
-                    '/servers?all_tenants=1&deleted=True',
-                    '/servers/detail?all_tenants=1'):
-            same, answer, _before, after = lister.compare(url, 'latest')
-            self.assertTrue(same, '%s: %s' % (url, stream.first_difference(
-                answer, after)))
-            self.assertNotIn(server.id.encode(), answer[1])
-        now = test_stream.accounted_for(self, lister, counted)
-        self.assertEqual(lister.sent, now['served'] - counted.get(
-            'served', 0), 'served by the index, of %d: %s, before %s'
-            % (lister.sent, now, counted))
+        # Right after it: what nova-manage recorded at its exit.
+        self.assertServed(lister, counted, (
+            '/servers/detail?all_tenants=1&deleted=True',
+            '/servers?all_tenants=1&deleted=True',
+            '/servers/detail?all_tenants=1'), absent=server.id)
+        done = self.verified(60)
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+
+    def test_a_conductor_stopped_while_the_index_is_away(self):
+        conn = self.connect()
+        server = self.booted(conn, 'stopped')
+        # Its cell's conductor writes what its compute reports.
+        conductor = 'nova-conductor-' + server.compute_host.split('-')[-1]
+        log = self.cloud.ps.log(conductor)
+        start = os.path.getsize(log)
+        lister = stream.Lister(conn, self.connect(stock=True))
+        counted = test_stream.counters_before(self)
+        # Back 25 s later, while the conductor waits at its stop for up
+        # to max_lag (30 s); the cloud's stop sends SIGKILL after 30 s.
+        injected = faults.Faults(self.cloud, revoke_seconds=25)
+        self.addCleanup(injected.finish)
+        injected.revoke_index_grants(sessions=True)
+        conn.compute.stop_server(server)
+        conn.compute.wait_for_server(server, status='SHUTOFF', wait=120)
+        # SIGTERM: oslo.service stops the service, then leaves by os._exit.
+        self.cloud.nova.restart(conductor)
+        with open(log) as f:
+            f.seek(start)
+            said = f.read()
+        self.assertIn('cannot hold the marks of', said)
+        self.assertIn('service graceful shutdown finished', said)
+        self.assertIn('waiting up to 30 s', said)
+        self.assertIn('changes recorded; exiting', said)
+        self.assertNotIn('not recorded in the index (', said)
+        self.assertServed(lister, counted, (
+            '/servers/detail?all_tenants=1', '/servers?all_tenants=1'))
         done = self.verified(60)
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
 
