@@ -13,7 +13,8 @@
 
 Each fault is what an operator's cloud suffers: a process killed with
 SIGKILL and restarted (as systemd restarts it), the index database user
-losing its grants for a while, MariaDB and RabbitMQ restarting. A fault
+losing its grants and its sessions for a while, MariaDB and RabbitMQ
+restarting. A fault
 either ends at once (the process is back) or ends once its time is over,
 by a timer, whatever the stream is doing then: a command the stream waits
 for (an archive waiting at its exit for the index) does not hold it off,
@@ -70,20 +71,18 @@ class Faults(object):
         self.killed.append(sorted(workers)[0])
         os.kill(sorted(workers)[0], signal.SIGKILL)
 
-    def revoke_index_grants(self, sessions=False):
+    def revoke_index_grants(self):
         """The index database user's grants gone for ``revoke_seconds``.
 
-        MariaDB checks database privileges as a session selects its
-        database: the sessions already open go on writing.
-
-        :param sessions: end them too (``KILL USER``), as a database
-            failing over does; every process of the cloud then has to
-            connect again.
+        Its sessions are ended too (``KILL USER``), as a database failing
+        over ends them: MariaDB checks database privileges as a session
+        selects its database, so the sessions already open would go on
+        writing. Every process of the cloud has to connect again, and is
+        refused.
         """
         self.cloud.db.sql("REVOKE ALL PRIVILEGES ON `nova_ext_index`.* "
                           "FROM '%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
-        if sessions:
-            self.cloud.db.sql("KILL USER '%s'" % cloud_nova.INDEX_USER)
+        self.cloud.db.sql("KILL USER '%s'" % cloud_nova.INDEX_USER)
         self._grants_back = threading.Timer(self.revoke_seconds,
                                             self._grant_index)
         self._grants_back.daemon = True

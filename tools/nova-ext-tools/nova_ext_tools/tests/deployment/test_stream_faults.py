@@ -16,7 +16,8 @@ modules run in the order of their names), which each want a cloud no fault
 has touched.
 
 A cell conductor and a nova-api worker killed with SIGKILL, the index
-database user without its grants for 30 s, MariaDB restarted, RabbitMQ
+database user without its grants for 30 s (its sessions ended), MariaDB
+restarted, RabbitMQ
 restarted: lists stay Nova's answers throughout (no 500 of nova_ext's
 own: a status the stock nova-api did not give is a difference), and
 afterwards the index has lost nothing (``nova-ext-manage index verify``)
@@ -127,7 +128,7 @@ class TestFaults(base.CloudTestCase):
         # to max_lag (30 s); the cloud's stop sends SIGKILL after 30 s.
         injected = faults.Faults(self.cloud, revoke_seconds=25)
         self.addCleanup(injected.finish)
-        injected.revoke_index_grants(sessions=True)
+        injected.revoke_index_grants()
         conn.compute.stop_server(server)
         conn.compute.wait_for_server(server, status='SHUTOFF', wait=120)
         # SIGTERM: oslo.service stops the service, then leaves by os._exit.
