@@ -23,10 +23,9 @@ Instances are created through ``nova.db.main.api``.
 
 With ``NOVA_EXT_TEST_EXIT=service`` in its environment it serves instead,
 after its writes, as nova-conductor does, with Nova's base manager: Nova's
-``Service`` under oslo.service
-(on native threads, its threading backend's launcher, which leaves by
-``os._exit`` once SIGTERM has stopped the service), and prints ``serving``
-once it has started.
+``Service`` under oslo.service (on native threads, its threading backend's
+launcher, which leaves by ``os._exit`` once SIGTERM has stopped the
+service), and prints ``serving`` once it has started.
 """
 
 import os

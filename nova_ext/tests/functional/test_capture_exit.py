@@ -84,6 +84,24 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
             proc.kill()
         proc.communicate()
 
+    def recorded_once_back(self, proc, lock):
+        """Its log, once it waited, the index came back and it recorded.
+
+        :param proc, lock: as :meth:`start` returns them, max_lag 120 s;
+            the process is to wait now, at its exit or its stop.
+        """
+        time.sleep(3)
+        self.assertIsNone(proc.poll())
+        lock.execute('ROLLBACK')
+        err = self.finish(proc)
+        self.assertEqual([exit_process.FIRST, exit_process.UUID],
+                         sorted(self.marked()))
+        self.assertIn('waiting up to 120 s', err)
+        self.assertIn('changes recorded; exiting', err)
+        self.assertNotIn(' ERROR ', err)
+        self.assertEqual(0, self.count(schema.HOLDS))
+        return err
+
     def marked(self):
         with self.engine.connect() as conn:
             return [r.uuid for r in conn.execute(sa.select(
@@ -92,38 +110,20 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
     def test_it_records_them_once_the_index_is_back(self):
         proc, lock = self.start(max_lag=120)
         # Main has returned; the process waits at its exit.
-        time.sleep(3)
-        self.assertIsNone(proc.poll())
-        lock.execute('ROLLBACK')
-        err = self.finish(proc)
-        self.assertEqual([exit_process.FIRST, exit_process.UUID],
-                         sorted(self.marked()))
-        self.assertIn('waiting up to 120 s', err)
-        self.assertIn('changes recorded; exiting', err)
-        self.assertNotIn(' ERROR ', err)
+        self.recorded_once_back(proc, lock)
         # It was a holder before the index was locked. Its holder row went
         # after its holds were recorded, not before (when the index was
         # still locked): nothing is left for the watchers to wait out.
         self.assertEqual(0, self.count(schema.HOLDERS))
-        self.assertEqual(0, self.count(schema.HOLDS))
 
     def test_a_service_stopped_records_them_once_the_index_is_back(self):
         # On native threads, oslo.service leaves by os._exit once SIGTERM
         # has stopped the service: no atexit hook runs.
         proc, lock = self.start(max_lag=120, serve=True)
         proc.send_signal(signal.SIGTERM)
-        time.sleep(3)
-        self.assertIsNone(proc.poll())
-        lock.execute('ROLLBACK')
-        err = self.finish(proc)
+        err = self.recorded_once_back(proc, lock)
         self.assertIn('nova-conductor service graceful shutdown finished',
                       err)
-        self.assertEqual([exit_process.FIRST, exit_process.UUID],
-                         sorted(self.marked()))
-        self.assertIn('waiting up to 120 s', err)
-        self.assertIn('changes recorded; exiting', err)
-        self.assertNotIn(' ERROR ', err)
-        self.assertEqual(0, self.count(schema.HOLDS))
 
     def test_past_max_lag_it_exits_naming_what_it_lost(self):
         proc, lock = self.start(max_lag=3)

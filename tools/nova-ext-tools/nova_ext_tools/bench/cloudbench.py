@@ -148,10 +148,6 @@ def _ratio(a, b):
     return round(a / b, 2) if a and b else None
 
 
-def _load():
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 def run(args):
     state = args.state or os.environ.get('NOVA_EXT_CLOUD_STATE') or '.cloud'
     if not os.path.exists(os.path.join(state, 'cloud.json')):
@@ -162,7 +158,7 @@ def run(args):
     queries = [q for q in listquery.QUERIES if q.name in QUERIES]
     out = {'benchmark': 'cloud', 'environment': {
         'python': report.python_version(), 'cpus': report.cpu_count(),
-        'load_before': _load()}}
+        'load_before': report.load_average()}}
     with open(cloud.lay.path('resources.json')) as f:
         image = json.load(f)['image']
     print('filling the cloud to %d servers per cell' % args.per_cell,
@@ -179,7 +175,7 @@ def run(args):
             cloud.ps.stop(nova.FLOOR_API)
         for conn in bench.conns.values():
             conn.close()
-    out['environment']['load_after'] = _load()
+    out['environment']['load_after'] = report.load_average()
     _show(out)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     with open(args.output, 'w') as f:
@@ -216,7 +212,7 @@ def _measure(args, cloud, bench, queries):
                 print('%s, %d clients, writes %s ...' % (
                     query.name, clients, 'on' if writes else 'off'),
                     flush=True)
-                load = _load()
+                load = report.load_average()
                 started = time.monotonic()
                 if writes:
                     with writer:

@@ -29,6 +29,7 @@ import tempfile
 import time
 
 from nova_ext_tools.bench import cloudload
+from nova_ext_tools.bench import report
 from nova_ext_tools.cloud import nova
 from nova_ext_tools.cloud import sampler
 
@@ -110,7 +111,7 @@ def settle(timeout=SETTLE_SECONDS):
     ``timeout`` s at most.
     """
     started = time.monotonic()
-    cpus = os.cpu_count() or 1
+    cpus = report.cpu_count() or 1
     while (os.getloadavg()[0] >= cpus and
            time.monotonic() - started < timeout):
         time.sleep(5)
@@ -153,7 +154,7 @@ def profile(cloud, target, url, seconds=30):
     sent = len(latencies) or 1
     return {
         'settled': settled,
-        'load': [round(x, 2) for x in os.getloadavg()],
+        'load': report.load_average(),
         'requests': len(latencies),
         'p50_ms': cloudload.percentile([x * 1000 for x in latencies], 0.5),
         'sampled_ms_per_request': round(total * interval_ms / sent, 1),

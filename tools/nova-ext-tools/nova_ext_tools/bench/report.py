@@ -32,6 +32,11 @@ def cpu_count():
         return os.cpu_count()
 
 
+def load_average():
+    """The machine's 1, 5 and 15-minute loads, to two decimals."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def show(results, headers, stream=None):
     """Print the environment, then one row per metric."""
     stream = stream or sys.stdout

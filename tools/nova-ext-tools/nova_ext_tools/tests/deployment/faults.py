@@ -14,11 +14,10 @@
 Each fault is what an operator's cloud suffers: a process killed with
 SIGKILL and restarted (as systemd restarts it), the index database user
 losing its grants and its sessions for a while, MariaDB and RabbitMQ
-restarting. A fault
-either ends at once (the process is back) or ends once its time is over,
-by a timer, whatever the stream is doing then: a command the stream waits
-for (an archive waiting at its exit for the index) does not hold it off,
-as it does not hold off an operator's fix.
+restarting. A fault either ends at once (the process is back) or ends once
+its time is over, by a timer, whatever the stream is doing then: a command
+the stream waits for (an archive waiting at its exit for the index) does
+not hold it off, as it does not hold off an operator's fix.
 """
 
 import os

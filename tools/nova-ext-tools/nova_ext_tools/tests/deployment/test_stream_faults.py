@@ -17,11 +17,11 @@ has touched.
 
 A cell conductor and a nova-api worker killed with SIGKILL, the index
 database user without its grants for 30 s (its sessions ended), MariaDB
-restarted, RabbitMQ
-restarted: lists stay Nova's answers throughout (no 500 of nova_ext's
-own: a status the stock nova-api did not give is a difference), and
-afterwards the index has lost nothing (``nova-ext-manage index verify``)
-and no killed process is left a holder of the index's marks.
+restarted, RabbitMQ restarted: lists stay Nova's answers throughout (no
+500 of nova_ext's own: a status the stock nova-api did not give is a
+difference), and afterwards the index has lost nothing (``nova-ext-manage
+index verify``) and no killed process is left a holder of the index's
+marks.
 ``NOVA_EXT_FAULT_ACTIONS`` sets the stream's length.
 
 And an archive (``nova-manage db archive_deleted_rows``) run while the
