@@ -22,6 +22,7 @@ address filters (matched through Neutron or in each instance's network
 info).
 """
 
+import collections
 import contextlib
 
 from nova.api.openstack import api_version_request
@@ -136,14 +137,16 @@ def instances(driver, context, listing, records, full=True):
     return [rows.IndexedInstance(record, flavors) for record in page]
 
 
-def render(driver, view_builder, listing, page, only=None):
+def render(driver, view_builder, listing, page, only=None, volumes=None):
     """The response body, by Nova's view builder.
 
     The volumes of the page are read from the index, where ``driver`` keeps
     them.
 
-    :param only: the uuids whose volumes are read, or None for all: the
-        servers of a page rendered again (``PageRender.again``).
+    :param only: the servers of a page rendered again
+        (``PageRender.again``): their uuids.
+    :param volumes: the request's :class:`PageVolumes`, if it renders the
+        page twice; else the page's volumes are read for this call.
     """
     cell_down_support = listing.kwargs.get('cell_down_support', False)
     if not listing.detail:
@@ -155,14 +158,42 @@ def render(driver, view_builder, listing, page, only=None):
         if lacking:
             driver.fill_services(listing.context, lacking,
                                  lambda inst: inst.cell_id)
+    if volumes is None:
+        volumes = PageVolumes(driver)
 
-    def volumes(ctx, uuids):
+    def read(ctx, uuids):
         if only is not None:
             uuids = [uuid for uuid in uuids if uuid in only]
-        return driver.volumes(ctx, uuids)
-    with view.volumes_from(volumes):
+        return volumes(ctx, uuids)
+    with view.volumes_from(read):
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)
+
+
+class PageVolumes(object):
+    """A page's volumes, read from the index once per request.
+
+    The second pass of a page rendered again shows the volumes its first
+    pass read, for the same request after the same catch-up. Read again,
+    they would be a lookup of a few servers that no later request makes:
+    an entry of the driver's page cache that only pushes the pages out.
+    """
+
+    def __init__(self, driver):
+        self._driver = driver
+        self._asked = set()
+        self._found = {}
+
+    def __call__(self, ctx, uuids):
+        """``{uuid: [{'volume_id', 'delete_on_termination'}]}`` of uuids."""
+        missing = [uuid for uuid in uuids if uuid not in self._asked]
+        if missing:
+            self._found.update(self._driver.volumes(ctx, missing))
+            self._asked.update(missing)
+        found = collections.defaultdict(list)
+        found.update((uuid, self._found[uuid]) for uuid in uuids
+                     if uuid in self._found)
+        return found
 
 
 def _shows_host_status(view_builder, listing):
@@ -180,10 +211,12 @@ def _shows_host_status(view_builder, listing):
         view_builder, listing.context) is not None
 
 
-def render_or_hand(driver, view_builder, listing, page, only=None):
+def render_or_hand(driver, view_builder, listing, page, only=None,
+                   volumes=None):
     """render(), with what the rows cannot give turned into NotRendered."""
     try:
-        return render(driver, view_builder, listing, page, only=only)
+        return render(driver, view_builder, listing, page, only=only,
+                      volumes=volumes)
     except base.Unservable as e:
         raise NotRendered(str(e))
 
@@ -236,8 +269,10 @@ def render_cached(driver, listing, records, cache):
         instance.full = False
         instance.render_version = versions.get(instance.uuid)
     builder = view.builder()
+    volumes = PageVolumes(driver)
     with _page_render(cache, builder, listing) as render:
-        body = render_or_hand(driver, builder, listing, page)
+        body = render_or_hand(driver, builder, listing, page,
+                              volumes=volumes)
         if not render.missed:
             return body
         full = _full_rows(driver, listing, render.missed)
@@ -251,7 +286,7 @@ def render_cached(driver, listing, records, cache):
         render.again()
         with request_specs.only(render.redo):
             body = render_or_hand(driver, builder, listing, page,
-                                  only=render.redo)
+                                  only=render.redo, volumes=volumes)
         if render.missed:
             raise NotRendered('servers %s left the index while the page '
                               'was rendered' % ', '.join(render.missed))

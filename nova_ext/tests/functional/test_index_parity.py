@@ -473,6 +473,26 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertEqual(narrowed, nova_orm.narrowed_queries)
         self.assertGreater(pages.hits, hits)
 
+    def test_a_page_rendered_again_keeps_the_page_cache(self):
+        # The renamed server's document is rendered again, after the page
+        # read its volumes: the second pass shows those, rather than read
+        # them again as a page of its own that no later request asks for,
+        # which would push the pages out of the cache at every write.
+        pages = page_cache.cache(ext_conf.CONF)
+        uri = 'servers/detail?all_tenants=1'
+        self.assertSameAnswer(self.admin_api, uri, served=True)
+        kept = set(pages._values)
+        renamed = self.servers['active1']['id']
+        self.admin_api.put_server(renamed, {'server': {'name': 'again'}})
+        self.sync_index()
+        before = collections.Counter(pages.outcomes)
+        got = self._get(self.admin_api, uri)
+        # The rows and the volumes of the page, each brought up to date.
+        self.assertEqual({'brought': 2}, dict(pages.outcomes - before))
+        self.assertEqual(kept, set(pages._values))
+        self.assertIn('again', [s['name'] for s in got.json()['servers']])
+        self.assertSameAnswer(self.admin_api, uri, served=True)
+
     def _cache_outcome(self, uri):
         """How the page cache answered ``uri``, then compared with Nova's.
 
