@@ -21,8 +21,9 @@ that generation again, without querying.
 At a later generation, the page is brought up to date from the instances
 written since (``generation.changes``): only those are read again, and
 only where that alone tells the page (``page_patch``); else it is listed
-anew. The reads must all have seen the generation the request read, so
-the generation is read again after them, and must not have moved.
+anew. The reads must all have seen one generation, so the generation is
+read again after them: where it moved, the instances written since are
+read again, up to ``BRINGS`` times.
 
 What a list reads outside the index is still read per request: the
 cells' health and the changes recorded but not applied (before the
@@ -41,6 +42,9 @@ from nova_ext.instance_list import lru
 
 #: Under which key a non-admin's list is scoped (Nova's query reads it).
 _CONTEXT = ('is_admin', 'project_id', 'user_id', 'read_deleted')
+#: How many times a page is brought up to date while writes move the
+#: generation under it, before it is listed anew.
+BRINGS = 3
 
 
 class PageCache(lru.LRUCache):
@@ -97,7 +101,9 @@ def current(pages, key, now, engine, bring):
     """What is kept under ``key``, as of generation ``now``; None if not.
 
     :param now: ``generation.read()``'s pair, read by the request after
-        its catch-up.
+        its catch-up. A page brought up to date is the index's state at
+        that generation, or at a later one where the generation moved
+        while the page was brought to it.
     :param bring: ``bring(value, uuids)``: ``value`` with the instances
         of ``uuids`` read again, or None where that cannot tell it.
     """
@@ -109,17 +115,23 @@ def current(pages, key, now, engine, bring):
     if then == now:
         pages.outcomes['kept'] += 1
         return value
-    # None from another index (or one restored from a backup), or for a
-    # page kept by a request that began after this one.
-    changed = generation.changes(engine, then, now)
-    if changed is not None:
+    for _ in range(BRINGS):
+        # None from another index (or one restored from a backup), or for
+        # a page kept by a request that began after this one.
+        changed = generation.changes(engine, then, now)
+        if changed is None:
+            break
         value = bring(value, changed)
-    # Read at ``now`` if the generation has not moved since: else some
-    # instances not read again may have changed after it.
-    if (changed is None or value is None or
-            generation.read(engine) != now):
-        pages.outcomes['listed'] += 1
-        return None
-    keep(pages, key, now, value)
-    pages.outcomes['brought'] += 1
-    return value
+        if value is None:
+            break
+        # Read at ``now`` if the generation has not moved since: else some
+        # instances not read again may have changed after it, and are
+        # read again from there.
+        moved = generation.read(engine)
+        if moved == now:
+            keep(pages, key, now, value)
+            pages.outcomes['brought'] += 1
+            return value
+        then, now = now, moved
+    pages.outcomes['listed'] += 1
+    return None

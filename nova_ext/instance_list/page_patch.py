@@ -24,8 +24,8 @@ uuids, by Nova's ``uuid`` filter):
 - on a page that ends before ``limit`` (the last), a row that no longer
   matches leaves it;
 - a changed instance that matches and was not on the page stays off it if
-  it comes after the page's last row (the same query, with that row as
-  its marker);
+  it comes after the page's last row (read in the same query, which
+  orders them);
 - anything else (a row that moved, a row that left a full page, one that
   comes in, a server on it twice) and the page is listed anew.
 
@@ -84,24 +84,33 @@ def bring(driver, ctx, query, rows, changed):
     if _repeats(rows) or any(k not in row for row in rows[:1] for k in keys):
         return None
 
-    def listed(uuids, after):
+    def listed(uuids):
+        """``[row]`` of ``uuids`` in the query's order; None if untold."""
         restricted = _restricted(filters, uuids)
         if restricted is None:
             return None
         if not restricted['uuid']:
-            return {}
-        found = driver.list_rows(ctx, restricted, None, after, attrs,
+            return []
+        found = driver.list_rows(ctx, restricted, None, marker, attrs,
                                  sort_keys, sort_dirs, cell_down_support)
         if found is None or _repeats(found):
             return None
-        return {r['uuid']: r for r in found}
+        return found
 
-    now = listed(changed, marker)
-    if now is None:
-        return None
     full = limit is not None and len(rows) >= limit
-    kept, gone, came = list(rows), set(), []
+    last = rows[-1]['uuid'] if rows else None
     place = {row['uuid']: i for i, row in enumerate(rows)}
+    asked = set(changed)
+    if full and last is not None and not asked <= set(place):
+        # Read with them: whether a changed instance not on the page comes
+        # before or after it is the database's order.
+        asked.add(last)
+    found = listed(asked)
+    if found is None:
+        return None
+    now = {r['uuid']: r for r in found}
+    position = {r['uuid']: i for i, r in enumerate(found)}
+    kept, gone, came = list(rows), set(), []
     for uuid in changed:
         i, row = place.get(uuid), now.get(uuid)
         if i is None:
@@ -116,9 +125,8 @@ def bring(driver, ctx, query, rows, changed):
         else:
             kept[i] = row
     if came:
-        if not full or not rows:
+        if not full or last not in position:
             return None
-        after = listed(came, rows[-1]['uuid'])
-        if after is None or set(after) != set(came):
+        if any(position[uuid] < position[last] for uuid in came):
             return None
     return tuple(row for row in kept if row['uuid'] not in gone)

@@ -538,6 +538,16 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
             rename(server, name)
             self.assertEqual(outcomes,
                              [self._cache_outcome(uri) for uri in uris], name)
+        # A server off a full page, changed: one query reads it with the
+        # page's last row, which the database orders.
+        rename(older[0], 'zz4')
+        driver = self.selector.driver
+        with mock.patch.object(driver, 'list_rows',
+                               wraps=driver.list_rows) as rows:
+            self.assertEqual(brought, self._cache_outcome(full))
+        self.assertEqual(1, rows.call_count)
+        self.assertEqual({older[0]['id'], newest[-1]['id']},
+                         set(rows.call_args[0][1]['uuid']))
         # Out of a full page: the next row comes in, which a list tells.
         limited = 'servers?all_tenants=1&name=%5Ezz&limit=1'
         self._get(self.admin_api, limited)

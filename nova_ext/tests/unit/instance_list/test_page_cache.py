@@ -135,13 +135,32 @@ class TestCurrent(index_base.IndexDBTestCase):
         self.assertIsNone(self.current(now))
         self.assertEqual({'listed': 3}, dict(self.pages.outcomes))
 
-    def test_not_if_the_index_changed_while_bringing_it(self):
+    def test_brought_on_if_the_index_changed_while_bringing_it(self):
         page_cache.keep(self.pages, self.KEY, self.now(), ('a',))
         now = self.write('u-1')
+        moves = ['u-2']
 
         def bring(value, changed):
-            self.write('u-2')
+            if moves:
+                self.write(moves.pop())
+            return self.bring(value, changed)
+        # The instances written meanwhile are read again, from there.
+        self.assertEqual(('a', 'u-1', 'u-2'), self.current(now, bring))
+        self.assertEqual([{'u-1'}, {'u-2'}], self.brought)
+        later = self.now()
+        self.assertNotEqual(now, later)
+        # Kept as of the generation it was brought to.
+        self.assertEqual(('a', 'u-1', 'u-2'), self.current(later))
+        self.assertEqual({'brought': 1, 'kept': 1},
+                         dict(self.pages.outcomes))
+
+    def test_listed_if_the_index_keeps_changing_while_bringing_it(self):
+        page_cache.keep(self.pages, self.KEY, self.now(), ('a',))
+        now = self.write('u-0')
+
+        def bring(value, changed):
+            self.write('u-%d' % (self.written + 1))
             return self.bring(value, changed)
         self.assertIsNone(self.current(now, bring))
-        self.assertEqual([{'u-1'}], self.brought)
+        self.assertEqual(page_cache.BRINGS, len(self.brought))
         self.assertEqual({'listed': 1}, dict(self.pages.outcomes))
