@@ -101,7 +101,7 @@ def bring(driver, ctx, query, rows, changed):
     last = rows[-1]['uuid'] if rows else None
     place = {row['uuid']: i for i, row in enumerate(rows)}
     asked = set(changed)
-    if full and last is not None and not asked <= set(place):
+    if full and last is not None and not asked <= place.keys():
         # Read with them: whether a changed instance not on the page comes
         # before or after it is the database's order.
         asked.add(last)

@@ -137,16 +137,16 @@ def instances(driver, context, listing, records, full=True):
     return [rows.IndexedInstance(record, flavors) for record in page]
 
 
-def render(driver, view_builder, listing, page, only=None, volumes=None):
+def render(driver, view_builder, listing, page, volumes=None):
     """The response body, by Nova's view builder.
 
     The volumes of the page are read from the index, where ``driver`` keeps
     them.
 
-    :param only: the servers of a page rendered again
-        (``PageRender.again``): their uuids.
     :param volumes: the request's :class:`PageVolumes`, if it renders the
-        page twice; else the page's volumes are read for this call.
+        page twice (``PageRender.again``: the second pass shows the first
+        pass's documents but for the servers it renders again); else the
+        page's volumes are read for this call.
     """
     cell_down_support = listing.kwargs.get('cell_down_support', False)
     if not listing.detail:
@@ -160,12 +160,7 @@ def render(driver, view_builder, listing, page, only=None, volumes=None):
                                  lambda inst: inst.cell_id)
     if volumes is None:
         volumes = PageVolumes(driver)
-
-    def read(ctx, uuids):
-        if only is not None:
-            uuids = [uuid for uuid in uuids if uuid in only]
-        return volumes(ctx, uuids)
-    with view.volumes_from(read):
+    with view.volumes_from(volumes):
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)
 
@@ -211,12 +206,10 @@ def _shows_host_status(view_builder, listing):
         view_builder, listing.context) is not None
 
 
-def render_or_hand(driver, view_builder, listing, page, only=None,
-                   volumes=None):
+def render_or_hand(driver, view_builder, listing, page, volumes=None):
     """render(), with what the rows cannot give turned into NotRendered."""
     try:
-        return render(driver, view_builder, listing, page, only=only,
-                      volumes=volumes)
+        return render(driver, view_builder, listing, page, volumes=volumes)
     except base.Unservable as e:
         raise NotRendered(str(e))
 
@@ -286,7 +279,7 @@ def render_cached(driver, listing, records, cache):
         render.again()
         with request_specs.only(render.redo):
             body = render_or_hand(driver, builder, listing, page,
-                                  only=render.redo, volumes=volumes)
+                                  volumes=volumes)
         if render.missed:
             raise NotRendered('servers %s left the index while the page '
                               'was rendered' % ', '.join(render.missed))
