@@ -106,6 +106,26 @@ the changes recorded but not applied yet, the marker's instance mapping)
 is still read by every request. A page of a
 thousand servers takes about a megabyte. Read when nova-api starts.
 """),
+    cfg.BoolOpt(
+        'gc_freeze',
+        default=False,
+        help="""
+With ``fast_render``, once a nova-api process has rendered its first list,
+move every object it holds at that moment (Nova's code, configuration,
+database mappings: some 300,000 objects) out of the reach of Python's
+garbage collector (``gc.freeze``), so that each full collection walks only
+the objects made since.
+
+Without it, under a steady stream of large lists, a full collection comes
+every second or two in each nova-api process and holds up the request it
+runs in: 150 to 200 ms on a 2-core machine, most of the 99th percentile of
+a list of a thousand servers. With it, the same collections take 5 to 20
+ms. The first list a process renders takes longer by one full collection,
+made before the objects are frozen. Frozen objects are still freed when
+nothing refers to them; only reference cycles among them are never
+collected, and a process's objects of its start rarely become such
+garbage. Read when nova-api starts.
+"""),
     cfg.IntOpt(
         'neutron_requests_at_once',
         default=4,

@@ -18,7 +18,8 @@ the index rows (``nova_ext.instance_list.render``). Whatever it does not
 render is answered by Nova: a request Nova rejects, a page with build
 requests or an IP filter (through the index driver as usual), and anything
 the index driver declines or fails at (then through Nova's own cells path,
-counted once).
+counted once). With ``gc_freeze``, the first list it renders in a process
+has that process's objects frozen (``nova_ext.seams.internals.heap``).
 
 ``index-refresh``: changes Nova makes without notifying. The instance
 index follows Nova's notifications, but since microversion 2.85
@@ -37,10 +38,12 @@ from oslo_log import log as logging
 
 from nova_ext.api import base
 from nova_ext import conf as ext_conf
+from nova_ext import exception
 from nova_ext.index.apply import refresh
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import render
 from nova_ext.instance_list import serving
+from nova_ext.seams.internals import heap
 
 LOG = logging.getLogger(__name__)
 
@@ -90,7 +93,22 @@ class ServersListHandler(base.Handler):
         if response is None:
             return request.get_response(application)
         selector.stats.add('rendered')
+        if self.conf.nova_ext_instance_list.gc_freeze:
+            _freeze_once()
         return response
+
+
+def _freeze_once():
+    """The process's objects frozen, after its first rendered list.
+
+    By then it has loaded what a list needs (its database mappings, the
+    policy rules, the connections to the cells), and the caches hold
+    their first page.
+    """
+    try:
+        heap.freeze_once()
+    except exception.UnsupportedNovaVersion as e:
+        LOG.warning('nova_ext: gc_freeze is ignored: %s', e)
 
 
 class IndexRefreshHandler(base.Handler):

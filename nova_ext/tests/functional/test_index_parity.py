@@ -18,6 +18,7 @@ the index (not handed back to Nova), or the comparison would prove nothing.
 """
 
 import collections
+import gc
 import time
 from unittest import mock
 import urllib.parse
@@ -37,6 +38,7 @@ from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list import serving
 from nova_ext.seams import api as api_entry_point
+from nova_ext.seams.internals import heap
 from nova_ext.seams.internals import orm as nova_orm
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import base
@@ -492,6 +494,29 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertEqual(kept, set(pages._values))
         self.assertIn('again', [s['name'] for s in got.json()['servers']])
         self.assertSameAnswer(self.admin_api, uri, served=True)
+
+    def test_gc_freeze_after_the_first_rendered_list(self):
+        # Frozen, the cached documents and pages answer as before, and
+        # changes still show.
+        heap.reset()
+        self.addCleanup(heap.reset)
+        self.flags(gc_freeze=True, group='nova_ext_instance_list')
+        detail = 'servers/detail?all_tenants=1'
+        listed = 'servers?all_tenants=1'
+        self.assertSameAnswer(self.admin_api, detail, served=True)
+        frozen = heap.frozen()
+        self.assertGreater(frozen, 0)
+        self.assertLessEqual(gc.get_freeze_count(), frozen)
+        self.admin_api.put_server(self.servers['active1']['id'],
+                                  {'server': {'name': 'frozen'}})
+        self.sync_index()
+        for uri in (detail, listed):
+            got = self._get(self.admin_api, uri)
+            self.assertIn('frozen', [s['name'] for s in got.json()['servers']])
+            self.assertSameAnswer(self.admin_api, uri, served=True)
+        # Frozen once: no more than then, but for the objects freed since.
+        self.assertIs(frozen, heap.frozen())
+        self.assertLessEqual(gc.get_freeze_count(), frozen)
 
     def _cache_outcome(self, uri):
         """How the page cache answered ``uri``, then compared with Nova's.

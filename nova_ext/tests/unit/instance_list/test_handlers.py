@@ -11,6 +11,7 @@
 # under the License.
 """The servers-list handler renders only what a rows driver lists."""
 
+import gc
 from unittest import mock
 
 import fixtures
@@ -25,6 +26,7 @@ from nova_ext.instance_list import index
 from nova_ext.instance_list import render
 from nova_ext.instance_list import searchlight
 from nova_ext.instance_list import serving
+from nova_ext.seams.internals import heap
 from nova_ext.seams.internals import orm
 from nova_ext.tests.unit import base
 
@@ -74,6 +76,26 @@ class TestServersListHandler(base.TestCase):
         self.respond.side_effect = render.Declined()
         self.assertEqual('from nova', self.get())
         self.selector.stock_only.assert_called_once_with()
+
+    def test_gc_freeze_after_the_first_rendered_list(self):
+        heap.reset()
+        self.addCleanup(heap.reset)
+        self.selector.driver = mock.Mock(spec=index.IndexDriver)
+        self.get()
+        self.assertIsNone(heap.frozen())
+        self.flags(gc_freeze=True, group='nova_ext_instance_list')
+        self.respond.side_effect = render.NotRendered('Nova renders it')
+        self.assertEqual('from nova', self.get())
+        self.assertIsNone(heap.frozen())
+        self.respond.side_effect = None
+        self.assertEqual('rendered', self.get())
+        frozen = heap.frozen()
+        self.assertGreater(frozen, 0)
+        # Once: what was frozen, but for the objects freed since.
+        self.assertEqual('rendered', self.get())
+        self.assertIs(frozen, heap.frozen())
+        self.assertLessEqual(gc.get_freeze_count(), frozen)
+        self.assertGreater(gc.get_freeze_count(), 0)
 
     def test_the_index_driver_is_a_rows_driver(self):
         self.assertTrue(issubclass(index.IndexDriver, list_base.RowsDriver))
