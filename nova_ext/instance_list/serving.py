@@ -25,11 +25,13 @@ routes Nova's function through it and records both here
 :func:`stock`.
 """
 
+import atexit
 import contextlib
 import copy
 import re
 import threading
 import time
+import weakref
 
 import futurist
 from oslo_log import log as logging
@@ -331,6 +333,11 @@ class Selector(object):
             self._looping = True
             if self._publisher is None:
                 self._publisher = futurist.ThreadPoolExecutor(max_workers=1)
+                # futurist joins its threads at exit, in an atexit hook
+                # registered before this one, which runs after it: a loop
+                # still trying a publication the index refuses (its
+                # database gone) would hold the process's exit forever.
+                atexit.register(_stop_at_exit, weakref.ref(self))
         self._publisher.submit(self._publish_loop, driver)
 
     def _publish_loop(self, driver):
@@ -366,6 +373,12 @@ class Selector(object):
         """Wait until the counters due to be published are."""
         with self._published:
             self._published.wait_for(lambda: not self._busy, timeout)
+
+
+def _stop_at_exit(ref):
+    selector = ref()
+    if selector is not None:
+        selector.stop()
 
 
 def _publish(driver, counts):

@@ -11,6 +11,9 @@
 # under the License.
 """The Selector: which answers come from the driver, which from Nova."""
 
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from unittest import mock
@@ -227,6 +230,31 @@ class TestSelector(base.TestCase):
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.01)
         self.assertEqual([1, 2], [c['served'] for c in self.driver.reported])
+
+    def test_a_process_exits_while_its_counters_cannot_be_published(self):
+        # The publication fails, and its loop tries again every interval
+        # while the process exits: the exit must not wait for it.
+        script = textwrap.dedent("""
+            from oslo_config import cfg
+            from nova_ext.instance_list import serving
+
+            class Gone(object):
+                name = 'gone'
+
+                def report_stats(self, counts):
+                    raise RuntimeError('the index database is gone')
+
+            selector = serving.Selector(cfg.ConfigOpts(), None)
+            selector._driver = Gone()
+            selector.stats.add('served')
+            selector.report()
+            selector.wait_reported(10)
+            print('published:', not selector._dirty)
+            """)
+        done = subprocess.run([sys.executable, '-c', script],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual('published: False\n', done.stdout)
 
     def test_cells_driver_is_novas_path(self):
         self.driver.name = 'cells'
