@@ -62,7 +62,9 @@ class TestGcFreeze(base.CloudTestCase):
         now = test_stream.accounted_for(self, lister, counted)
         self.assertEqual(lister.sent,
                          now.get('rendered', 0) - counted.get('rendered', 0))
-        # Once per worker: a worker's pid never logs it twice.
+        # Once per worker (a worker rendering its first list meanwhile
+        # froze since): no pid logs it twice.
+        frozen = self._frozen('nova-api')
         lines = [line for line in self.nova_ext_lines('INFO', ['nova-api'])
                  if MARK in line]
         self.assertEqual(len(frozen), len(lines))
