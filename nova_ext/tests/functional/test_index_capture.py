@@ -30,6 +30,7 @@ from nova_ext.index.apply import refresh
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
 from nova_ext.seams import db_writes
+from nova_ext.seams.internals import heap
 from nova_ext.tests.functional import test_index_parity as parity
 
 CAPTURE = {'capture': True}
@@ -83,6 +84,23 @@ class TestCaptureReadYourWrites(_CaptureBase):
         self.assertListsNow(('', 'tags=blue'))
         self.api.put_server(server['id'], {'server': {'name': 'renamed'}})
         self.assertListsNow(('', 'name=renamed'))
+        self._stop_server(server)
+        self.assertListsNow(('', 'status=SHUTOFF'))
+        self._delete_server(server)
+        self.assertListsNow()
+
+    def test_frozen_lists_show_writes_at_once(self):
+        # With gc_freeze, the lists right after each write are Nova's at
+        # that moment, and served by nova_ext (EVERY_LIST_SERVED), as
+        # without it: freezing leaves the caches and the catch-up alone.
+        heap.reset()
+        self.addCleanup(heap.reset)
+        self.flags(gc_freeze=True, group='nova_ext_instance_list')
+        server = self._create_server(host='compute1-1', networks='none')
+        self.assertListsNow()
+        self.assertGreater(heap.frozen(), 0)
+        self.api.put_server(server['id'], {'server': {'name': 'frozen'}})
+        self.assertListsNow(('', 'name=frozen'))
         self._stop_server(server)
         self.assertListsNow(('', 'status=SHUTOFF'))
         self._delete_server(server)
