@@ -31,13 +31,17 @@ MARK = 'gc_freeze'
 
 class TestGcFreeze(base.CloudTestCase):
 
-    def _frozen(self, name):
-        """``{pid: objects frozen}`` of the workers of nova-api ``name``."""
+    def _lines(self, name):
+        """The lines of nova-api ``name``'s workers that froze."""
+        return [line for line in self.nova_ext_lines('INFO', [name])
+                if MARK in line]
+
+    def _frozen(self, lines):
+        """``{pid: objects frozen}`` of the workers that logged ``lines``."""
         found = {}
-        for line in self.nova_ext_lines('INFO', [name]):
-            if MARK in line:
-                words = line.split(': ', 1)[1].split(None, 3)
-                found[words[2]] = int(re.search(r'(\d+) objects', line)[1])
+        for line in lines:
+            words = line.split(': ', 1)[1].split(None, 3)
+            found[words[2]] = int(re.search(r'(\d+) objects', line)[1])
         return found
 
     def test_workers_freeze_and_answer_as_nova(self):
@@ -49,7 +53,7 @@ class TestGcFreeze(base.CloudTestCase):
                 same, answer, before, _after = lister.compare(url, 'latest')
                 self.assertTrue(same, stream.first_difference(answer,
                                                               before))
-        frozen = self._frozen('nova-api')
+        frozen = self._frozen(self._lines('nova-api'))
         # A frozen worker renders lists of a whole Nova loaded.
         self.assertTrue(frozen)
         self.assertTrue(all(n > 100000 for n in frozen.values()), frozen)
@@ -64,8 +68,6 @@ class TestGcFreeze(base.CloudTestCase):
                          now.get('rendered', 0) - counted.get('rendered', 0))
         # Once per worker (a worker rendering its first list meanwhile
         # froze since): no pid logs it twice.
-        frozen = self._frozen('nova-api')
-        lines = [line for line in self.nova_ext_lines('INFO', ['nova-api'])
-                 if MARK in line]
-        self.assertEqual(len(frozen), len(lines))
-        self.assertEqual({}, self._frozen('nova-api-stock'))
+        lines = self._lines('nova-api')
+        self.assertEqual(len(self._frozen(lines)), len(lines))
+        self.assertEqual([], self._lines('nova-api-stock'))
