@@ -178,6 +178,29 @@ def read(engine):
     return None if row is None else (row[0], row[1])
 
 
+def settled(engine):
+    """``(whether a change waits, the generation then)``, at one moment.
+
+    One statement reads both, so the pair names a state that holds every
+    change recorded before it whenever none waits: a change's mark leaves
+    the pending table only after the change is applied
+    (``nova_ext.index.marks.pending.unmark``). A list that finds none
+    waiting needs no :func:`read` of its own. The generation is None if
+    unknown; what the database refuses is raised.
+    """
+    table = schema.GENERATION
+
+    def column(name):
+        return (sa.select(table.c[name]).where(table.c.id == 1)
+                .scalar_subquery())
+
+    with engine.connect() as conn:
+        waiting, now, token = conn.execute(sa.select(
+            sa.exists().select_from(schema.PENDING),
+            column('generation'), column('token'))).one()
+    return bool(waiting), None if now is None else (now, token)
+
+
 def changes(engine, since, now):
     """The uuids of the instances written after ``since`` up to ``now``.
 

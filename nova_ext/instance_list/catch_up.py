@@ -24,6 +24,7 @@ import time
 
 from nova_ext.index.apply import refresh
 from nova_ext.index import db
+from nova_ext.index import generation
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
@@ -124,22 +125,27 @@ class CatchUp(object):
         :param check: the request's :class:`CellCheck`, made by this call
             (with the reads of the changes where there are any): a cell
             down is the reason Nova answers, before any other.
+        :returns: the index's generation, read with the finding that no
+            change waited (``generation.settled``); None if changes were
+            applied, or the generation is unknown: then the list reads it.
         """
         try:
-            self._apply(ctx, check)
+            now = self._apply(ctx, check)
         except Exception:
             if check is not None:
                 check.make()
             raise
         if check is not None:
             check.make()
+        return now
 
     def _apply(self, ctx, check):
         self._record_own()
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
-        if not pending.take(engine, 1):
-            return
+        waiting, now = generation.settled(engine)
+        if not waiting:
+            return now
         # The holds of a process that died stop counting here too, not
         # only where an indexer runs.
         holders.get_watch(self.conf).settle(engine)
@@ -147,7 +153,7 @@ class CatchUp(object):
             # Another thread may have applied them meanwhile.
             taken = pending.take(engine, limit + 1)
             if not taken:
-                return
+                return None
             too_many = rules.pending(len(taken), limit, at_least=True)
             if too_many:
                 raise base.Unservable(too_many)
@@ -167,6 +173,7 @@ class CatchUp(object):
         if failed:
             raise base.Unservable('%d changed instances could not be read '
                                   'from their cells' % len(failed))
+        return None
 
     def _record_own(self):
         """Have this process's captured changes recorded, or raise.

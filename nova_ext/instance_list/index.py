@@ -210,16 +210,17 @@ class IndexDriver(base.RowsDriver):
                 # A cell down is the reason Nova answers, before any other.
                 check.make()
             raise
+        settled = None
         try:
             if check is not None:
-                self.catch_up(ctx, check)
+                settled = self.catch_up(ctx, check)
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             self._schema_checked = False
             raise base.Unavailable('index database unreachable: %s' % e)
         pages = page_key = now = None
         # Only the narrowed rows of rendered pages: flat dicts.
         if catch_up and columns is not None:
-            pages, page_key, now = self.page_key(ctx, query)
+            pages, page_key, now = self.page_key(ctx, query, settled)
         if page_key is not None:
             kept = page_cache.current(
                 pages, page_key, now, db.get_engine(self.conf),
@@ -304,15 +305,19 @@ class IndexDriver(base.RowsDriver):
         """The index, as the cell mapping Nova's query code targets."""
         return index_cell(self.conf)
 
-    def page_key(self, ctx, query):
+    def page_key(self, ctx, query, now=None):
         """``(page cache, key of query, generation now)``, or Nones.
 
         Read after the request's catch-up, before its query.
+
+        :param now: the generation the catch-up read with the finding that
+            no change waited, if it did: no need to read it again.
         """
         pages = page_cache.cache(self.conf)
         if pages is None:
             return None, None, None
-        now = generation.read(db.get_engine(self.conf))
+        if now is None:
+            now = generation.read(db.get_engine(self.conf))
         if now is None:
             return None, None, None
         return pages, page_cache.key(ctx, query), now

@@ -100,10 +100,10 @@ def keep(pages, key, now, value):
 def current(pages, key, now, engine, bring):
     """What is kept under ``key``, as of generation ``now``; None if not.
 
-    :param now: ``generation.read()``'s pair, read by the request after
-        its catch-up. A page brought up to date is the index's state at
-        that generation, or at a later one where the generation moved
-        while the page was brought to it.
+    :param now: the generation's pair, read by the request after its
+        catch-up (or with it, ``generation.settled``). A page brought up
+        to date is the index's state at that generation, or at a later
+        one where the generation moved while the page was brought to it.
     :param bring: ``bring(value, uuids)``: ``value`` with the instances
         of ``uuids`` read again, or None where that cannot tell it.
     """

@@ -366,6 +366,24 @@ class _Schema(_OnServer):
             self.assertEqual(['a', 'b'], [r[0] for r in conn.execute(
                 sa.select(c.uuid).order_by(c.id))])
 
+    def test_marks_and_generation_read_as_committed_without_waiting(self):
+        # A writer that applied a change and removed its mark holds the
+        # generation's row until it commits: the list's one read of both
+        # neither waits for it nor sees half of it.
+        engine = self.index.engine
+        pending.mark(engine, [('a', 1.0)])
+        before = generation.read(engine)
+        self.assertEqual((True, before), generation.settled(engine))
+        table = schema.GENERATION
+        with engine.connect() as conn, conn.begin():
+            conn.execute(sa.update(table).where(table.c.id == 1).values(
+                generation=table.c.generation + 1))
+            conn.execute(sa.delete(schema.PENDING))
+            self.assertEqual((True, before), generation.settled(engine))
+        after = generation.read(engine)
+        self.assertEqual(before[0] + 1, after[0])
+        self.assertEqual((False, after), generation.settled(engine))
+
     def test_service_changes_racing_for_one_host(self):
         # Another process bumps a host this bump found missing, just before
         # its insert: the insert loses, the transaction runs again and

@@ -16,6 +16,7 @@ import os
 import types
 
 import fixtures
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from nova_ext.index.apply import source
@@ -23,6 +24,7 @@ from nova_ext.index.apply import writer
 from nova_ext.index import db
 from nova_ext.index import generation
 from nova_ext.index.marks import pending
+from nova_ext.index import schema
 from nova_ext.index.upkeep import migration
 from nova_ext.tests.unit import base as unit_base
 from nova_ext.tests.unit.index import base
@@ -133,6 +135,45 @@ class TestGeneration(base.IndexDBTestCase):
         with self.engine.begin() as conn:
             conn.execute(sa.text('DROP TABLE nova_ext_index_generation'))
         self.assertIsNone(self.now())
+
+
+class TestSettled(base.IndexDBTestCase):
+    """Whether a change waits, and the generation, in one statement."""
+
+    def now(self):
+        return generation.read(self.engine)
+
+    def test_nothing_waiting(self):
+        self.assertEqual((False, self.now()),
+                         generation.settled(self.engine))
+
+    def test_a_change_waits_until_its_mark_is_removed(self):
+        before = self.now()
+        pending.mark(self.engine, [('u-1', 1.0)])
+        self.assertEqual((True, before), generation.settled(self.engine))
+        # Applied: the generation moves; the mark goes after.
+        db.write(self.engine, lambda conn: conn.execute(
+            sa.insert(source.INSTANCES).values(id=1, uuid='u-1',
+                                               deleted=0)))
+        applied = self.now()
+        self.assertEqual(before[0] + 1, applied[0])
+        self.assertEqual((True, applied), generation.settled(self.engine))
+        pending.unmark(self.engine, pending.take(self.engine, 1))
+        self.assertEqual((False, applied), generation.settled(self.engine))
+
+    def test_no_generation_row(self):
+        pending.mark(self.engine, [('u-1', 1.0)])
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(schema.GENERATION))
+        self.assertEqual((True, None), generation.settled(self.engine))
+
+    def test_what_the_database_refuses_is_raised(self):
+        # As a take of the marks would: the request's catch-up makes it
+        # the index's unavailability.
+        with self.engine.begin() as conn:
+            conn.execute(sa.text('DROP TABLE nova_ext_index_pending'))
+        self.assertRaises((sa.exc.SQLAlchemyError, db_exc.DBError),
+                          generation.settled, self.engine)
 
 
 class TestChanges(base.IndexDBTestCase):

@@ -12,14 +12,18 @@
 """A list request's check of the cells, made once."""
 
 import fixtures
+from nova import context as nova_context
 import sqlalchemy as sa
 
 from nova_ext.index.apply import refresh
+from nova_ext.index import generation
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import catch_up
+from nova_ext.instance_list import index
+from nova_ext.instance_list import page_cache
 from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base
 
@@ -107,6 +111,35 @@ class TestCatchUpChecksFirst(index_base.IndexDBTestCase):
         self.assertIn('are down', str(e))
         read.assert_not_called()
         self.assertEqual(1, health.asked)
+
+
+class TestGenerationReadWithTheMarks(index_base.IndexDBTestCase):
+    """The generation a catch-up gives the request's page cache."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(page_cache_size=4, group='nova_ext_instance_list')
+        page_cache.reset()
+        self.addCleanup(page_cache.reset)
+        self.catch_up = catch_up.CatchUp(self.conf.conf)
+        self.ctx = nova_context.get_admin_context()
+
+    def test_nothing_waiting_gives_the_generation_it_was_read_with(self):
+        now = generation.read(self.engine)
+        self.assertEqual(now, self.catch_up(self.ctx))
+        # Which the request's page key then takes as it is.
+        driver = index.IndexDriver(self.conf.conf)
+        given = (now[0] + 7, 'read-with-the-marks')
+        self.assertEqual(given, driver.page_key(self.ctx, ('q',), given)[2])
+        self.assertEqual(now, driver.page_key(self.ctx, ('q',))[2])
+
+    def test_changes_applied_give_none(self):
+        # Applying moved the generation: the request reads it after.
+        pending.mark(self.engine, [('u1', 1.0)])
+        applied = self.useFixture(fixtures.MockPatchObject(
+            refresh, 'apply_marks', return_value=set())).mock
+        self.assertIsNone(self.catch_up(self.ctx))
+        self.assertEqual(1, applied.call_count)
 
 
 class TestOwnChangesRecordedFirst(index_base.IndexDBTestCase):
