@@ -33,7 +33,9 @@ class TestProbe(base.TestCase):
         """A cell context, as ``target_cell`` makes: its context manager."""
         manager = enginefacade.transaction_context()
         manager.configure(max_retries=0, **databases)
+        # Both engines: a cell with a replica reads through its own.
         self.addCleanup(lambda: manager.writer.get_engine().dispose())
+        self.addCleanup(lambda: manager.reader.get_engine().dispose())
         return types.SimpleNamespace(db_connection=manager)
 
     def url(self, name):
@@ -46,7 +48,7 @@ class TestProbe(base.TestCase):
     def test_the_database_novas_list_reads(self):
         # Nova's list query of a cell reads the replica slave_connection
         # names: a replica that does not answer is a cell down for it.
-        gone = 'sqlite:///%s' % os.path.join(self.tmp, 'no-dir', 'r.db')
+        gone = self.url(os.path.join('no-dir', 'r.db'))
         cctxt = self.cell(connection=self.url('cell.db'),
                           slave_connection=gone)
         self.assertRaises((sa.exc.SQLAlchemyError, db_exc.DBError),
