@@ -91,7 +91,14 @@ def bring(driver, ctx, query, rows, changed):
             return None
         if not restricted['uuid']:
             return []
-        found = driver.list_rows(ctx, restricted, None, marker, attrs,
+        # Nova's lister reads batch after batch, each past the row the
+        # last ended on (a lookup of that row, then a query), until it has
+        # its limit or one comes back empty: with a limit of as many rows
+        # as uuids asked, it stops after the first where each is found.
+        # A tags-any filter joins a server to each of its tags: the limit
+        # would count those rows, and could cut a server's repeats off.
+        limit = None if 'tags-any' in filters else len(restricted['uuid'])
+        found = driver.list_rows(ctx, restricted, limit, marker, attrs,
                                  sort_keys, sort_dirs, cell_down_support)
         if found is None or _repeats(found):
             return None

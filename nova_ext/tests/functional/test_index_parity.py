@@ -590,6 +590,39 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         for uri in uris:
             self.assertSameAnswer(self.admin_api, uri, served=True)
 
+    def test_a_page_is_brought_in_one_query(self):
+        # Nova's lister reads the changed rows in one batch: a second would
+        # look up the last row read, then query past it.
+        pages = page_cache.cache(ext_conf.CONF)
+        for uri in ('servers?all_tenants=1&limit=2',
+                    'servers?all_tenants=1&name=%5Esrv-'):
+            shown = self._get(self.admin_api, uri).json()['servers']
+            self.admin_api.put_server(shown[0]['id'],
+                                      {'server': {'name': 'srv-brought'}})
+            self.sync_index()
+            before = collections.Counter(pages.outcomes)
+            narrowed = nova_orm.narrowed_queries
+            got = self._get(self.admin_api, uri).json()['servers']
+            self.assertEqual(1, nova_orm.narrowed_queries - narrowed, uri)
+            self.assertEqual({'brought': 1}, dict(pages.outcomes - before))
+            self.assertEqual('srv-brought', got[0]['name'])
+            self.assertSameAnswer(self.admin_api, uri, served=True)
+
+    def test_tags_any_pages_when_a_server_gains_a_tag(self):
+        # Nova's tags-any query is a row per matching tag of a server: the
+        # server with both tags now is two rows of it.
+        uris = ('servers?all_tenants=1&tags-any=t1,t2',
+                'servers?all_tenants=1&tags-any=t1,t2&limit=2&'
+                'sort_key=created_at&sort_dir=asc')
+        for uri in uris:
+            self.assertSameAnswer(self.admin_api, uri, served=True)
+        self.admin_api.api_put(
+            '/servers/%s/tags/t1' % self.servers['other2']['id'], None,
+            check_response_status=[201])
+        self.sync_index()
+        for uri in uris:
+            self.assertNotEqual({'kept': 1}, self._cache_outcome(uri), uri)
+
     def test_lists_come_from_the_cache(self):
         # GET /servers: documents from the cache, no request specs read
         # (Nova's view of a list shows nothing of them), and a renamed
