@@ -16,11 +16,13 @@ availability zone, and from 2.100 its scheduler hints, both from its
 RequestSpec; Nova builds the whole RequestSpec object of every listed server
 for them (``RequestSpec.get_by_instance_uuids``), which for a page of a
 thousand servers takes longer than everything else on the page. These are
-read here from the stored spec as they are. A spec whose object would hold
-something else (a server group, which Nova re-reads and may drop from the
-hints; a field absent from the stored spec) is built by Nova as usual.
+read here from the object Nova's loader makes of the stored spec, without
+the rest of Nova's build. A spec whose object would hold something else (a
+server group, which Nova re-reads and may drop from the hints; a field
+absent from the stored spec) is built by Nova as usual; a spec Nova's
+loader cannot load fails Nova's list, and the request is Nova's.
 
-Reading and decoding the stored specs (a few kilobytes each) is most of
+Reading and loading the stored specs (a few kilobytes each) is most of
 the cost, and specs rarely change: what a spec gave is kept per instance
 under a digest of its stored text, and reused while the stored text has
 that digest. Where the database computes the digests (MySQL, MariaDB,
@@ -35,6 +37,8 @@ import hashlib
 
 from nova import objects
 
+from nova_ext import exception
+from nova_ext.instance_list import base
 from nova_ext.seams.internals import request_specs as stored_specs
 
 #: Specs whose decoding is kept, beyond which all are forgotten.
@@ -54,8 +58,19 @@ class Spec(object):
 
 
 def _decode(uuid, stored):
-    """The Spec of a stored spec, or None if Nova must build it."""
-    fields = stored_specs.decode(stored)
+    """The Spec of a stored spec, or None if Nova must build it.
+
+    :raises Unservable: Nova's loader cannot load the spec. Nova's view
+        loads the spec of every server of the page, so Nova's list fails
+        on it: Nova answers the request, with its own error.
+    """
+    try:
+        fields = stored_specs.decode(stored)
+    except exception.UnsupportedNovaVersion:
+        raise
+    except Exception as e:
+        raise base.Unservable('the request spec of instance %s cannot be '
+                              'loaded: %s: %s' % (uuid, type(e).__name__, e))
     return None if fields is None else Spec(uuid, *fields)
 
 

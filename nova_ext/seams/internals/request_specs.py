@@ -15,7 +15,9 @@ Nova stores a RequestSpec in the API database's ``request_specs`` table,
 the whole object serialised (``obj_to_primitive``, as JSON) in its
 ``spec`` column, and builds it again from there
 (``RequestSpec._from_db_object``). The server list reads two of its fields;
-nova_ext reads them from the stored JSON without building the object.
+nova_ext reads them from the object Nova's loader makes of the stored
+JSON (``obj_from_primitive``), without the rest of the build (the group
+read again, the fields not stored).
 
 The contract test is
 ``nova_ext.tests.unit.seams.test_internals_request_specs``.
@@ -23,6 +25,7 @@ The contract test is
 
 
 from nova.db.api import models as api_models
+from nova import objects
 from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
@@ -98,17 +101,20 @@ def stored_with_digests(context, instance_uuids):
 def decode(spec):
     """``(availability_zone, scheduler_hints)`` of a stored spec, or None.
 
-    The values the RequestSpec Nova builds from ``spec`` holds, or None
-    when that object would hold something else: a spec with a server group
-    (Nova reads the group again, and drops the ``group`` hint if it is
-    gone) or without either field.
+    The values the RequestSpec Nova builds from ``spec`` holds, as Nova's
+    loader makes them, or None when that object would hold something else:
+    a spec with a server group (Nova reads the group again, and drops the
+    ``group`` hint if it is gone) or without either field.
 
     :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
+    :raises Exception: what Nova's loader raises on a spec it cannot load
+        (a version it does not know, a field of the wrong type), on which
+        Nova's list fails.
     """
     _check()
-    data = jsonutils.loads(spec).get('nova_object.data', {})
-    if (data.get('instance_group') or
-            'availability_zone' not in data or
-            'scheduler_hints' not in data):
+    loaded = objects.RequestSpec.obj_from_primitive(jsonutils.loads(spec))
+    if (('instance_group' in loaded and loaded.instance_group) or
+            'availability_zone' not in loaded or
+            'scheduler_hints' not in loaded):
         return None
-    return data['availability_zone'], data['scheduler_hints']
+    return loaded.availability_zone, loaded.scheduler_hints

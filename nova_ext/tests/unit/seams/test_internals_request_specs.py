@@ -21,7 +21,9 @@ from nova import context as nova_context
 from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova import objects
+from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
+from oslo_versionedobjects import exception as ovo_exception
 
 from nova_ext import exception
 from nova_ext.seams.internals import request_specs
@@ -77,6 +79,36 @@ class TestStoredSpecs(base.TestCase):
         spec = self._spec(hints={'group': [group.uuid]}, group=group)
         self.assertIsNone(request_specs.decode(
             spec._get_update_primitives()['spec']))
+
+    def test_a_spec_novas_loader_refuses_is_refused(self):
+        # As Nova's list fails on it (its view loads every spec), decode
+        # raises what Nova's build raises.
+        def newer(data):
+            data['nova_object.version'] = '99.0'
+
+        def mistyped(data):
+            data['nova_object.data']['scheduler_hints'] = 'not a dict'
+        for change, error in ((newer, ovo_exception.IncompatibleObjectVersion),
+                              (mistyped, AttributeError)):
+            spec = self._spec()
+            spec.create()
+            data = jsonutils.loads(spec._get_update_primitives()['spec'])
+            change(data)
+            self._store(spec.instance_uuid, jsonutils.dumps(data))
+            [(_, stored)] = request_specs.stored(self.ctx,
+                                                 [spec.instance_uuid])
+            nova = self.assertRaises(
+                error, objects.RequestSpec.get_by_instance_uuids,
+                self.ctx, [spec.instance_uuid])
+            ours = self.assertRaises(error, request_specs.decode, stored)
+            self.assertIs(type(nova), type(ours), change.__name__)
+
+    def _store(self, uuid, text):
+        @api_db_api.context_manager.writer
+        def _write(context):
+            context.session.execute(SPECS.update().where(
+                SPECS.c.instance_uuid == uuid).values(spec=text))
+        _write(self.ctx)
 
     def test_stored_reads_only_the_asked(self):
         specs = [self._spec() for _ in range(3)]

@@ -14,17 +14,29 @@
 import hashlib
 
 import fixtures
+from nova import objects
 from oslo_serialization import jsonutils
 
+from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list.render import request_specs
 from nova_ext.tests.unit import base
 
 
 def _spec(zone, hints=None, group=None):
-    data = {'availability_zone': zone, 'scheduler_hints': hints or {}}
+    """A stored spec: a RequestSpec as Nova serialises it."""
+    objects.register_all()
+    spec = objects.RequestSpec(availability_zone=zone,
+                               scheduler_hints=hints or {})
     if group:
-        data['instance_group'] = group
-    return jsonutils.dumps({'nova_object.data': data})
+        spec.instance_group = objects.InstanceGroup(**group)
+    return jsonutils.dumps(spec.obj_to_primitive())
+
+
+def _unloadable(zone):
+    """A stored spec of a RequestSpec version Nova does not know."""
+    primitive = jsonutils.loads(_spec(zone))
+    primitive['nova_object.version'] = '99.0'
+    return jsonutils.dumps(primitive)
 
 
 class TestRequestSpecs(base.TestCase):
@@ -84,6 +96,17 @@ class TestRequestSpecs(base.TestCase):
         self.assertEqual([None, 'built'], self.zones('a', 'b'))
         self.assertEqual(2, self.built.call_count)
         self.built.assert_called_with(None, ['a'])
+
+    def test_a_spec_nova_cannot_load_hands_the_request_to_nova(self):
+        # Nova's view loads it and fails the list: so does Nova's answer.
+        self.stored = {'a': _spec('az1'), 'b': _unloadable('az2')}
+        for _ in range(2):
+            e = self.assertRaises(list_base.Unservable, self.zones, 'a', 'b')
+            self.assertIn('IncompatibleObjectVersion', str(e))
+        self.assertEqual(0, self.built.call_count)
+        # Loadable again, it is read again.
+        self.stored['b'] = _spec('az2')
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
 
 
 class TestRequestSpecsDigestedByTheDatabase(TestRequestSpecs):
