@@ -164,6 +164,17 @@ class RowsDriver(InstanceListDriver):
         an instance without one is rendered every time.
         """
 
+    @abc.abstractmethod
+    def network_info(self, uuids):
+        """``[(uuid, version, stored network info)]`` of their info caches.
+
+        As :meth:`versions`, with the text of each instance's
+        ``instance_info_caches.network_info`` (None where it is NULL), read
+        together: what Nova's list loads of every server it lists
+        (``render.loadable``). An instance without an info cache is left
+        out.
+        """
+
     def version_column(self):
         """Where the list query can read each row's version, or None.
 

@@ -35,6 +35,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext import exception
 from nova_ext.index.apply import source
 from nova_ext.index import db
 from nova_ext.index import generation
@@ -350,6 +351,15 @@ class IndexDriver(base.RowsDriver):
                 sa.select(book.c.uuid, book.c.read_at).where(
                     book.c.uuid.in_(list(uuids)))).all())
 
+    def network_info(self, uuids):
+        book = schema.INSTANCES
+        cache = source.INFO_CACHES
+        with db.get_engine(self.conf).connect() as conn:
+            return conn.execute(
+                sa.select(book.c.uuid, book.c.read_at, cache.c.network_info)
+                .join(cache, cache.c.instance_uuid == book.c.uuid)
+                .where(book.c.uuid.in_(list(uuids)))).all()
+
     def version_column(self):
         book = schema.INSTANCES
         return book.c.read_at, book.c.uuid
@@ -385,7 +395,15 @@ class IndexDriver(base.RowsDriver):
         if 'fault' in attrs:
             # Joined in the query, as in Nova's get_instance_objects_sorted.
             attrs.remove('fault')
-        result = nova_instances.make_instance_list(ctx, records, attrs)
+        try:
+            result = nova_instances.make_instance_list(ctx, records, attrs)
+        except exception.UnsupportedNovaVersion:
+            raise
+        except Exception as e:
+            # A stored value Nova's Instance refuses: Nova's own list
+            # fails on it, and its answer is the answer.
+            raise base.Unservable('Nova cannot build the instances of the '
+                                  'page: %s: %s' % (type(e).__name__, e))
         cell_of = _restore_ids(result)
         if want_services:
             self.fill_services(ctx, result, lambda inst: cell_of[inst.uuid])

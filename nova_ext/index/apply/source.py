@@ -24,10 +24,11 @@ from nova.db.main import models
 import sqlalchemy as sa
 
 INSTANCES = models.Instance.__table__
+INFO_CACHES = models.InstanceInfoCache.__table__
 #: Child tables keyed by instance uuid, and the column holding it.
 CHILDREN = (
     (models.InstanceExtra.__table__, 'instance_uuid'),
-    (models.InstanceInfoCache.__table__, 'instance_uuid'),
+    (INFO_CACHES, 'instance_uuid'),
     (models.InstanceMetadata.__table__, 'instance_uuid'),
     (models.InstanceSystemMetadata.__table__, 'instance_uuid'),
     (models.InstanceFault.__table__, 'instance_uuid'),

@@ -25,9 +25,11 @@ schemas.
 from nova.api.openstack import wsgi as nova_wsgi
 
 from nova_ext import exception
+from nova_ext.instance_list import base
 from nova_ext.instance_list.render import controller
 from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import fastpath
+from nova_ext.instance_list.render import loadable
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
@@ -73,7 +75,7 @@ def respond(conf, selector, request, detail):
         return None
     try:
         return _response(listing.request, _body(conf, selector, listing))
-    except exception.UnsupportedNovaVersion as e:
+    except (exception.UnsupportedNovaVersion, base.Unservable) as e:
         raise NotRendered(str(e))
 
 
@@ -91,7 +93,10 @@ def _body(conf, selector, listing):
     # name of each server, so a list reads little else (narrow.LISTED).
     columns = version = None
     if not listing.detail:
+        # With each row's version: its network info is loaded once per
+        # version (loadable.py).
         columns = narrow.LISTED
+        version = driver.version_column()
     elif cache is not None:
         columns = narrow.COLUMNS
         version = driver.version_column()
@@ -111,6 +116,8 @@ def _body(conf, selector, listing):
     served, records = selector.attempt(driver, _listed)
     if not served:
         raise Declined()
+    if not listing.detail:
+        loadable.check_network_info(driver, fastpath.distinct(records))
     lookup = None
     if listing.detail:
         # Nova's view asks with the request's context, not get_all's.

@@ -42,8 +42,10 @@ COLUMNS = ('id', 'uuid', 'deleted', 'project_id', 'user_id', 'host',
            'deleted_at', 'launched_at', 'terminated_at')
 #: Columns a list without details reads: Nova's view of it shows each
 #: server's uuid and name; the page drops duplicates and looks up its
-#: tombstones (``deleted``).
-LISTED = ('id', 'uuid', 'deleted', 'display_name')
+#: tombstones (``deleted``); Nova's list fails on an access IP its
+#: Instance refuses (rows.IndexedInstance).
+LISTED = ('id', 'uuid', 'deleted', 'display_name', 'access_ip_v4',
+          'access_ip_v6')
 #: The key of a narrowed row's version, where it is read with the row.
 VERSION = 'nova_ext_render_version'
 _ACTIVE = contextvars.ContextVar('nova_ext_narrowed', default=None)

@@ -128,14 +128,14 @@ def only(uuids):
         _ONLY.reset(token)
 
 
-def get_by_instance_uuids(context, instance_uuids):
-    """As ``RequestSpec.get_by_instance_uuids``, for the server view."""
+def _specs(context, instance_uuids):
+    """``([Spec], [uuid of a spec Nova must build])`` of the servers."""
     global _KEPT
     wanted = _ONLY.get()
     if wanted is not None:
         instance_uuids = [u for u in instance_uuids if u in wanted]
     if not instance_uuids:
-        return []
+        return [], []
     specs, left = [], []
     if len(_KEPT) > MAX_KEPT:
         _KEPT = {}
@@ -150,9 +150,26 @@ def get_by_instance_uuids(context, instance_uuids):
             left.append(uuid)
         else:
             specs.append(spec)
+    return specs, left
+
+
+def get_by_instance_uuids(context, instance_uuids):
+    """As ``RequestSpec.get_by_instance_uuids``, for the server view."""
+    specs, left = _specs(context, instance_uuids)
     if left:
         specs.extend(objects.RequestSpec.get_by_instance_uuids(context, left))
     return specs
+
+
+def check(context, instance_uuids):
+    """Raise Unservable where Nova could not load a server's spec.
+
+    For a list without details, which shows nothing of the specs, but
+    fails where Nova's view, loading them, fails. What Nova would build
+    itself (``_decode``) it loads as nova_ext does, and only reads again
+    the server group, whose absence it tolerates.
+    """
+    _specs(context, instance_uuids)
 
 
 def reset():

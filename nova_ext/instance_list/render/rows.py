@@ -45,10 +45,46 @@ _COERCED = ('access_ip_v4', 'access_ip_v6', 'created_at', 'updated_at',
             'deleted_at', 'launched_at', 'terminated_at')
 
 
+#: Columns whose stored text an Instance may refuse: Nova's list builds
+#: the Instance of every server it shows, and fails on such a value,
+#: whether its view shows the column or not. Only their stored text is
+#: read on every page (narrow.LISTED); refused, the page is Nova's.
+_REFUSABLE = ('access_ip_v4', 'access_ip_v6')
+#: ``(column, stored text)`` an Instance was seen to take, beyond which
+#: all are forgotten: checking one is a set lookup.
+_TAKEN = set()
+MAX_TAKEN = 100000
+
+
+def loaded(uuid, what, load, *args):
+    """``load(*args)``; what it raises is Unservable.
+
+    A stored value Nova's loader refuses fails Nova's own list: the page
+    is handed to Nova, whose answer (its error) is the answer.
+    """
+    try:
+        return load(*args)
+    except Exception as e:
+        raise base.Unservable('the %s of instance %s cannot be loaded: '
+                              '%s: %s' % (what, uuid, type(e).__name__, e))
+
+
 def _coerce(name, value):
     if value is None:
         return None
     return objects.Instance.fields[name].coerce(None, name, value)
+
+
+def _check_refusable(uuid, raw):
+    global _TAKEN
+    for name in _REFUSABLE:
+        value = raw.get(name)
+        if value is None or (name, value) in _TAKEN:
+            continue
+        loaded(uuid, name, _coerce, name, value)
+        if len(_TAKEN) > MAX_TAKEN:
+            _TAKEN = set()
+        _TAKEN.add((name, value))
 
 
 def _deleted(row):
@@ -81,6 +117,10 @@ def _flavor(db_flavor):
     return flavor
 
 
+def _trusted_certs(db_certs):
+    return objects.TrustedCerts.obj_from_primitive(jsonutils.loads(db_certs))
+
+
 class IndexedInstance(object):
     """One index row, read the way Nova's server view reads an Instance.
 
@@ -105,6 +145,7 @@ class IndexedInstance(object):
         # reads few of them. A column the row was read without stays absent.
         self._raw = {name: values.pop(name) for name in _COERCED
                      if name in values}
+        _check_refusable(row['uuid'], self._raw)
         values['metadata'] = utils.instance_meta(row)
         values['system_metadata'] = utils.instance_sys_meta(row)
         values.setdefault('fault', None)
@@ -121,7 +162,8 @@ class IndexedInstance(object):
             raw = self._raw[name]
         except KeyError:
             raise AttributeError(name)
-        value = self.__dict__[name] = _coerce(name, raw)
+        value = self.__dict__[name] = loaded(self.uuid, name, _coerce,
+                                             name, raw)
         return value
 
     def __getitem__(self, name):
@@ -156,7 +198,8 @@ class IndexedInstance(object):
             flavor = self._flavors.get(db_flavor)
             if flavor is None:
                 # The view only reads it, so servers of one flavor share it.
-                flavor = self._flavors[db_flavor] = _flavor(db_flavor)
+                flavor = self._flavors[db_flavor] = loaded(
+                    self.uuid, 'flavor', _flavor, db_flavor)
             self.__dict__['_flavor'] = flavor
         return flavor
 
@@ -165,13 +208,15 @@ class IndexedInstance(object):
         if cache is None:
             return network_model.NetworkInfo.hydrate([])
         value = cache['network_info']
-        return None if value is None else network_model.NetworkInfo.hydrate(
-            value)
+        if value is None:
+            return None
+        return loaded(self.uuid, 'network info',
+                      network_model.NetworkInfo.hydrate, value)
 
     @property
     def trusted_certs(self):
         db_certs = self._extra('trusted_certs')
         if db_certs is None:
             return None
-        return objects.TrustedCerts.obj_from_primitive(
-            jsonutils.loads(db_certs))
+        return loaded(self.uuid, 'trusted certificates',
+                      _trusted_certs, db_certs)

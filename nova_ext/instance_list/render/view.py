@@ -15,10 +15,11 @@ The request specs of a page come from request_specs.py, the block device
 mappings from the instance index (``volumes_from``), its security groups
 from the Neutron requests started when it was listed (``groups_from``,
 security_groups.py), and its documents from the render cache where they
-are (:class:`PageRender`); a list without details reads no request
-specs. Nova's view offers these changes through its private methods only:
-``nova_ext.seams.internals.server_views`` overrides those, and the parity
-tests at every microversion hold the result to Nova's.
+are (:class:`PageRender`); a list without details only checks that
+Nova could load its request specs. Nova's view offers these changes
+through its private methods only: ``nova_ext.seams.internals.server_views``
+overrides those, and the parity tests at every microversion hold the
+result to Nova's.
 """
 
 import contextlib
@@ -143,7 +144,9 @@ class ViewBuilder(server_views.ViewBuilder):
     def request_specs(self, context, instance_uuids):
         if _LISTED.get():
             # A list without details shows neither the zone nor the hints
-            # Nova reads the specs for (server_views.LIST_SHOWS_NO_SPECS).
+            # Nova reads the specs for (server_views.LIST_SHOWS_NO_SPECS),
+            # but fails where Nova cannot load one.
+            request_specs.check(context, instance_uuids)
             return []
         return request_specs.get_by_instance_uuids(context, instance_uuids)
 

@@ -25,12 +25,9 @@ import urllib.parse
 
 from nova.api.openstack import api_version_request
 from nova import context as nova_context
-from nova.db.api import api as api_db_api
-from nova.db.api import models as api_models
 from nova.db.main import api as main_db_api
 from nova.db.main import models as nova_models
 from nova import objects
-from oslo_serialization import jsonutils
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
@@ -626,46 +623,8 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         for uri in uris:
             self.assertNotEqual({'kept': 1}, self._cache_outcome(uri), uri)
 
-    def test_a_request_spec_nova_cannot_load(self):
-        # From 2.96 Nova's view loads the request spec of every server it
-        # lists, and its list fails on one its loader refuses: nova_ext
-        # hands such a list to Nova, whose error is the answer. Before
-        # 2.96 no spec is read, and the list is nova_ext's.
-        uri = 'servers/detail?all_tenants=1'
-        uuid = self.servers['active1']['id']
-        for version in ('2.96', '2.100'):
-            self.admin_api.microversion = version
-            self.assertSameAnswer(self.admin_api, uri, served=True)
-
-        @api_db_api.context_manager.writer
-        def store(context, change):
-            specs = api_models.RequestSpec.__table__
-            where = specs.c.instance_uuid == uuid
-            data = jsonutils.loads(context.session.execute(
-                sa.select(specs.c.spec).where(where)).scalar_one())
-            change(data)
-            context.session.execute(
-                specs.update().where(where).values(spec=jsonutils.dumps(data)))
-
-        def newer(data):
-            data['nova_object.version'] = '99.0'
-        store(nova_context.get_admin_context(), newer)
-        for version in ('2.96', '2.100'):
-            self.admin_api.microversion = version
-            before = self.selector.stats.snapshot()
-            got = answers.get(self._get, self.admin_api, uri)
-            after = self.selector.stats.snapshot()
-            with api_entry_point.stock_instance_list():
-                want = answers.get(self._get, self.admin_api, uri)
-            self.assertEqual(500, want.status_code, version)
-            self.assertEqual((want.status_code, _json(want)),
-                             (got.status_code, _json(got)), version)
-            self.assertEqual(before['rendered'], after['rendered'], version)
-        self.admin_api.microversion = '2.95'
-        self.assertSameAnswer(self.admin_api, uri, served=True)
-
     def test_lists_come_from_the_cache(self):
-        # GET /servers: documents from the cache, no request specs read
+        # GET /servers: documents from the cache, no request spec built
         # (Nova's view of a list shows nothing of them), and a renamed
         # server shown by its new name at once.
         cache = render_cache.cache(ext_conf.CONF)

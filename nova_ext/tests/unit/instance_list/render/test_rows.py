@@ -73,11 +73,14 @@ class TestIndexedInstance(base.TestCase):
                  'trusted_certs']
         nova = objects.Instance._from_db_object(
             self.ctx, objects.Instance(), dict(self.row), attrs)
-        # The index stores the row with its index id and deleted marker.
+        return nova, self.indexed()
+
+    def indexed(self):
+        """The IndexedInstance of the row, as the index stores it."""
         indexed = dict(self.row, id=ids.index_id(5, 3))
         if self.row['deleted']:
             indexed['deleted'] = indexed['id']
-        return nova, rows.IndexedInstance(indexed)
+        return rows.IndexedInstance(indexed)
 
     def assertReadsAlike(self, nova, indexed):
         for attr in READ:
@@ -162,6 +165,40 @@ class TestIndexedInstance(base.TestCase):
         self.assertRaises(list_base.Unservable, indexed.get_flavor)
         self.assertIsNone(indexed.trusted_certs)
         self.assertEqual([], list(indexed.get_network_info()))
+
+    def nova_refuses(self):
+        attrs = ['metadata', 'system_metadata', 'flavor', 'info_cache',
+                 'trusted_certs']
+        self.assertRaises(ValueError, objects.Instance._from_db_object,
+                          self.ctx, objects.Instance(), dict(self.row), attrs)
+
+    def test_a_refused_access_ip_is_unservable_when_read(self):
+        # Nova's list builds the Instance, and fails, even where its view
+        # does not show the value: so does the row, on reading it.
+        for name, value in (('access_ip_v4', 'not-an-address'),
+                            ('access_ip_v4', '2001:db8::1'),
+                            ('access_ip_v6', '192.0.2.1')):
+            kept, self.row[name] = self.row[name], value
+            self.nova_refuses()
+            self.assertRaises(list_base.Unservable, self.indexed)
+            self.row[name] = kept
+        self.assertReadsAlike(*self.both())
+        # Text taken once is not coerced again for the next row.
+        self.assertIn(('access_ip_v4', '10.0.0.1'), rows._TAKEN)
+
+    def test_refused_parts_are_unservable_when_read(self):
+        extra = self.row['extra']
+        for field, read in (('flavor', lambda i: i.get_flavor()),
+                            ('trusted_certs', lambda i: i.trusted_certs)):
+            self.row['extra'] = dict(extra, **{field: '{"cur": '})
+            self.nova_refuses()
+            self.assertRaises(list_base.Unservable, read, self.indexed())
+        self.row['extra'] = extra
+        self.row['info_cache'] = dict(self.row['info_cache'],
+                                      network_info='[{')
+        self.nova_refuses()
+        self.assertRaises(list_base.Unservable,
+                          self.indexed().get_network_info)
 
     def test_name_template(self):
         self.flags(instance_name_template='inst-%(uuid)s')

@@ -1,0 +1,67 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The network info of a list without details, loaded as Nova loads it.
+
+Nova's list builds the Instance of every server it shows with its info
+cache (the compute API's ``get_all`` always asks for it), and fails on a
+stored network info that Nova's field refuses, whether its view shows it
+or not. A list without details reads none (``narrow.LISTED``): the
+network info of each server is loaded here once per version of its rows
+(the index's ``read_at``, which changes whenever any of them is written),
+and a server whose network info Nova could not load hands the page to
+Nova, whose answer (its error) is the answer.
+"""
+
+from nova import objects
+
+from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import rows
+
+#: Versions whose network info was loaded, beyond which all are forgotten.
+MAX_CHECKED = 100000
+
+#: {instance uuid: version of its rows whose network info Nova loads}
+_CHECKED = {}
+
+
+def _coerce(value):
+    # What Nova's InstanceInfoCache._from_db_object sets the field to.
+    return objects.InstanceInfoCache.fields['network_info'].coerce(
+        None, 'network_info', value)
+
+
+def check_network_info(driver, records):
+    """Raise Unservable if Nova could not load a record's network info.
+
+    :param records: the page's rows, each read with its version
+        (``narrow.VERSION``); a row without one is loaded every time.
+    """
+    global _CHECKED
+    unknown = [r['uuid'] for r in records
+               if r.get(narrow.VERSION) is None or
+               _CHECKED.get(r['uuid']) != r[narrow.VERSION]]
+    if not unknown:
+        return
+    if len(_CHECKED) > MAX_CHECKED:
+        _CHECKED = {}
+    # Each text is read with the version it is of: a row written between
+    # the page's query and this read is loaded again by the next page.
+    for uuid, version, stored in driver.network_info(unknown):
+        rows.loaded(uuid, 'network info', _coerce, stored)
+        if version is not None:
+            _CHECKED[uuid] = version
+
+
+def reset():
+    """Forget what was loaded (tests)."""
+    global _CHECKED
+    _CHECKED = {}
