@@ -28,7 +28,9 @@ under a digest of its stored text, and reused while the stored text has
 that digest. Where the database computes the digests (MySQL, MariaDB,
 PostgreSQL), a page reads them alone, and the text of the specs whose
 digest changed, with their digest, in the same statement; elsewhere
-(SQLite) it reads every text and digests it.
+(SQLite) it reads every text and digests it. Where it also combines them
+(MySQL, MariaDB), a page first reads the combination of its digests, one
+row, and reads them one by one only when that combination is new.
 """
 
 import contextlib
@@ -46,6 +48,10 @@ MAX_KEPT = 100000
 
 #: {instance uuid: (digest of the stored spec, Spec or None: built by Nova)}
 _KEPT = {}
+#: Pages whose digests are kept, beyond which all are forgotten.
+MAX_PAGES = 16
+#: {combined digests of a page: [(uuid, digest)] of its specs}
+_PAGES = {}
 
 
 class Spec(object):
@@ -79,6 +85,29 @@ def _digest(stored):
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
+def _digests(context, instance_uuids):
+    """``[(uuid, digest)]`` of the servers' specs, as the database has them.
+
+    Where the database combines a page's digests in one row, a page whose
+    combination was seen gets the digests read with it, without reading
+    them again.
+    """
+    global _PAGES
+    combined = stored_specs.combined(context, instance_uuids)
+    if combined is not None and combined in _PAGES:
+        return _PAGES[combined]
+    digests = stored_specs.digests(context, instance_uuids)
+    if combined is not None and digests is not None:
+        # What was read may be newer than the combination: kept under
+        # its own.
+        read = stored_specs.combine(digests)
+        if read is not None:
+            if len(_PAGES) >= MAX_PAGES:
+                _PAGES = {}
+            _PAGES[read] = digests
+    return digests
+
+
 def _read(context, instance_uuids):
     """``[(uuid, digest, stored spec, kept)]`` of the servers' specs.
 
@@ -87,7 +116,7 @@ def _read(context, instance_uuids):
     A digest is read with its text, so a spec kept is the one of its
     digest.
     """
-    digests = stored_specs.digests(context, instance_uuids)
+    digests = _digests(context, instance_uuids)
     if digests is None:
         return [(uuid, ('text', _digest(stored)), stored, _KEPT.get(uuid))
                 for uuid, stored in stored_specs.stored(context,
@@ -174,5 +203,6 @@ def check(context, instance_uuids):
 
 def reset():
     """Forget the kept specs (tests)."""
-    global _KEPT
+    global _KEPT, _PAGES
     _KEPT = {}
+    _PAGES = {}

@@ -28,6 +28,7 @@ from nova.db.api import models as api_models
 from nova import objects
 from oslo_serialization import jsonutils
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
 from nova_ext.seams import internals
 from nova_ext.seams.internals import api_db
@@ -39,25 +40,92 @@ def _check():
     internals.check(POINT)
 
 
-def _digest(dialect, spec):
-    """The database's SHA-256 of the stored ``spec``, or None (SQLite).
+def _digest(dialect, table):
+    """The database's SHA-256 of each row's uuid and stored spec, or None.
 
     MySQL and MariaDB (``SHA2``; NULL where the server was built without
-    it), PostgreSQL 11 or later (``sha256``).
+    it), PostgreSQL 11 or later (``sha256``); None on SQLite. The uuid is
+    digested with the text, so that the digests of a page's rows, combined
+    (:func:`combined`), tell which server holds which text.
     """
     if dialect in ('mysql', 'mariadb'):
-        return sa.func.sha2(spec, 256)
+        return sa.func.sha2(sa.func.concat(table.c.instance_uuid,
+                                           table.c.spec), 256)
     if dialect == 'postgresql':
-        return sa.func.encode(
-            sa.func.sha256(sa.func.convert_to(spec, 'UTF8')), 'hex')
+        return sa.func.encode(sa.func.sha256(sa.func.convert_to(
+            table.c.instance_uuid + table.c.spec, 'UTF8')), 'hex')
     return None
+
+
+def _combined_query(dialect, table, instance_uuids):
+    """The statement of :func:`combined`, or None where there is none.
+
+    MySQL and MariaDB only: each half of the 128 first bits of each row's
+    digest, XORed over the rows (``BIT_XOR``), with the count of rows and
+    of digests. The digests are made once, in a derived table its LIMIT
+    keeps the server from merging into the outer query.
+    """
+    if dialect not in ('mysql', 'mariadb'):
+        return None
+    digests = sa.select(_digest(dialect, table).label('d')).where(
+        table.c.instance_uuid.in_(instance_uuids)).limit(
+            2 ** 64 - 1).subquery()
+
+    def half(start):
+        return sa.func.bit_xor(sa.cast(sa.func.conv(
+            sa.func.substr(digests.c.d, start, 16), 16, 10),
+            mysql.BIGINT(unsigned=True)))
+    return sa.select(sa.func.count(), sa.func.count(digests.c.d),
+                     half(1), half(17))
+
+
+def combine(digests):
+    """What :func:`combined` answers for rows of these digests, or None.
+
+    :param digests: ``[(instance uuid, digest)]``, as :func:`digests`
+        reads them; None where one is None (no SHA2).
+    """
+    first = second = 0
+    for _uuid, digest in digests:
+        if digest is None:
+            return None
+        first ^= int(digest[:16], 16)
+        second ^= int(digest[16:32], 16)
+    return len(digests), first, second
+
+
+@api_db.reader
+def _combined(context, instance_uuids):
+    statement = _combined_query(context.session.get_bind().dialect.name,
+                                api_models.RequestSpec.__table__,
+                                instance_uuids)
+    if statement is None:
+        return None
+    rows, digested, first, second = context.session.execute(
+        statement).one()
+    if rows != digested:
+        return None
+    return rows, int(first or 0), int(second or 0)
+
+
+def combined(context, instance_uuids):
+    """The digests of the servers' stored specs, combined, or None.
+
+    One row read instead of one per server: equal to :func:`combine` of
+    what :func:`digests` reads, as long as no spec of these servers
+    changed (up to a chance of 2**-128). None where the database cannot
+    compute it (but MySQL and MariaDB) or a digest is NULL.
+
+    :raises UnsupportedNovaVersion: as :func:`stored`.
+    """
+    _check()
+    return _combined(context, instance_uuids)
 
 
 @api_db.reader
 def _read(context, instance_uuids, names):
     table = api_models.RequestSpec.__table__
-    digest = _digest(context.session.get_bind().dialect.name,
-                     table.c.spec)
+    digest = _digest(context.session.get_bind().dialect.name, table)
     if digest is None and 'digest' in names:
         return None
     columns = {'spec': table.c.spec, 'digest': digest}
@@ -78,8 +146,9 @@ def stored(context, instance_uuids):
 def digests(context, instance_uuids):
     """``[(instance uuid, digest of its stored spec)]``, or None.
 
-    The digest is the database's SHA-256 of the stored text, which changes
-    whenever the text does, or None where the server cannot compute it;
+    The digest is the database's SHA-256 of the uuid and stored text,
+    which changes whenever the text does, or None where the server cannot
+    compute it;
     the list is None where the database has no such function (SQLite):
     read :func:`stored` then.
 

@@ -496,8 +496,9 @@ class _ApiDatabaseTables(_OnServer):
                          sorted(by_id[i] for i in orphans))
 
     def test_request_specs_digested_as_their_stored_text(self):
-        # The digest a page reads of each spec is the SHA-256 of its stored
-        # text: equal texts, equal digests; any change, another.
+        # The digest a page reads of each spec is the SHA-256 of its uuid
+        # and stored text: any change, another. Combined by MariaDB, they
+        # are what nova_ext combines of them.
         specs = api_models.RequestSpec.__table__
         # As Nova stores them: JSON, its non-ASCII characters escaped.
         texts = {'a' * 32: jsonutils.dumps({'az': 'az1'}),
@@ -508,16 +509,29 @@ class _ApiDatabaseTables(_OnServer):
             for uuid_, text in texts.items():
                 conn.execute(specs.insert().values(instance_uuid=uuid_,
                                                    spec=text))
-        digest = stored_specs._digest(self.engine.dialect.name,
-                                      specs.c.spec)
+        dialect = self.engine.dialect.name
+        digest = stored_specs._digest(dialect, specs)
         self.assertIsNotNone(digest)
         with self.engine.connect() as conn:
             got = dict(conn.execute(sa.select(specs.c.instance_uuid,
                                               digest)).all())
         self.assertEqual(
-            {u: hashlib.sha256(t.encode('utf-8')).hexdigest()
+            {u: hashlib.sha256((u + t).encode('utf-8')).hexdigest()
              for u, t in texts.items()}, got)
-        self.assertEqual(got['a' * 32], got['c' * 32])
+        pages = (['a' * 32, 'b' * 32, 'c' * 32], ['a' * 32, 'c' * 32],
+                 ['b' * 32])
+        for page in pages:
+            statement = stored_specs._combined_query(dialect, specs, page)
+            if dialect == 'postgresql':
+                self.assertIsNone(statement)
+                continue
+            with self.engine.connect() as conn:
+                rows, digested, first, second = conn.execute(
+                    statement).one()
+            self.assertEqual(
+                stored_specs.combine([(u, got[u]) for u in page]),
+                (rows, int(first), int(second)))
+            self.assertEqual(len(page), digested)
 
 
 class TestApiDatabaseTablesOnPostgreSQL(_ApiDatabaseTables,

@@ -125,6 +125,17 @@ class TestStoredSpecs(base.TestCase):
         self._spec().create()
         self.assertIsNone(request_specs.digests(self.ctx, ['x']))
         self.assertIsNone(request_specs.stored_with_digests(self.ctx, ['x']))
+        self.assertIsNone(request_specs.combined(self.ctx, ['x']))
+
+    def test_combine_as_the_database_does(self):
+        # MariaDB's BIT_XOR of each half of the 128 first bits
+        # (test_index_backends compares the two).
+        a, b = '0f' * 32, 'f1' * 16 + '00' * 16
+        self.assertEqual((2, 0x0f0f0f0f0f0f0f0f ^ 0xf1f1f1f1f1f1f1f1,
+                          0x0f0f0f0f0f0f0f0f ^ 0xf1f1f1f1f1f1f1f1),
+                         request_specs.combine([('u1', a), ('u2', b)]))
+        self.assertEqual((0, 0, 0), request_specs.combine([]))
+        self.assertIsNone(request_specs.combine([('u1', a), ('u2', None)]))
 
 
 class TestVersionGate(base.TestCase):
@@ -133,6 +144,8 @@ class TestVersionGate(base.TestCase):
         self.useFixture(ext_fixtures.UntestedNova())
         self.assertRaises(exception.UnsupportedNovaVersion,
                           request_specs.stored, None, ['u1'])
+        self.assertRaises(exception.UnsupportedNovaVersion,
+                          request_specs.combined, None, ['u1'])
         self.assertRaises(exception.UnsupportedNovaVersion,
                           request_specs.decode, '{}')
 

@@ -49,8 +49,11 @@ class TestRequestSpecs(base.TestCase):
         self.texts_read = []
         self.useFixture(fixtures.MockPatchObject(
             request_specs.stored_specs, 'stored', self._stored))
+        self.digests_read = 0
         self.useFixture(fixtures.MockPatchObject(
             request_specs.stored_specs, 'digests', self._digests))
+        self.useFixture(fixtures.MockPatchObject(
+            request_specs.stored_specs, 'combined', self._combined))
         self.useFixture(fixtures.MockPatchObject(
             request_specs.stored_specs, 'stored_with_digests',
             lambda ctx, uuids: [(u, spec, self._sha(spec))
@@ -63,6 +66,8 @@ class TestRequestSpecs(base.TestCase):
 
     #: Whether the database digests the specs (not SQLite).
     DIGESTS = False
+    #: Whether it combines them (MySQL, MariaDB).
+    COMBINES = False
 
     def _sha(self, spec):
         return hashlib.sha256(spec.encode('utf-8')).hexdigest()
@@ -74,7 +79,14 @@ class TestRequestSpecs(base.TestCase):
     def _digests(self, ctx, uuids):
         if not self.DIGESTS:
             return None
+        self.digests_read += 1
         return [(u, self._sha(self.stored[u])) for u in uuids]
+
+    def _combined(self, ctx, uuids):
+        if not self.COMBINES:
+            return None
+        return request_specs.stored_specs.combine(
+            [(u, self._sha(self.stored[u])) for u in uuids])
 
     def zones(self, *uuids):
         return [getattr(spec, 'availability_zone', spec) for spec in
@@ -133,3 +145,33 @@ class TestRequestSpecsDigestedByTheDatabase(TestRequestSpecs):
         self.stored['a'] = _spec('az2')
         self.assertEqual(['az2'], self.zones('a'))
         self.assertEqual(['a', 'a'], self.texts_read)
+
+
+class TestRequestSpecsCombinedByTheDatabase(
+        TestRequestSpecsDigestedByTheDatabase):
+
+    COMBINES = True
+
+    def _sha(self, spec):
+        # As the database digests a row: its uuid and its text.
+        uuid = [u for u, text in self.stored.items() if text == spec][0]
+        return hashlib.sha256((uuid + spec).encode('utf-8')).hexdigest()
+
+    def test_a_page_seen_reads_its_digests_once(self):
+        self.stored = {'a': _spec('az1'), 'b': _spec('az2')}
+        for _ in range(3):
+            self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(1, self.digests_read)
+        # Another page, and a spec changed: their digests are read.
+        self.assertEqual(['az1'], self.zones('a'))
+        self.assertEqual(2, self.digests_read)
+        self.stored['b'] = _spec('az3')
+        self.assertEqual(['az1', 'az3'], self.zones('a', 'b'))
+        self.assertEqual(['az1', 'az3'], self.zones('a', 'b'))
+        self.assertEqual(3, self.digests_read)
+        # Changed back, the page is one seen, its digests those read then;
+        # b's text is read again, its kept spec being az3's.
+        self.stored['b'] = _spec('az2')
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(3, self.digests_read)
+        self.assertEqual(['a', 'b', 'b', 'b'], self.texts_read)
