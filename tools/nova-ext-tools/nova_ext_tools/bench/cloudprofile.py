@@ -47,6 +47,10 @@ COMPONENTS = (
     ("catch-up: the cells' check, recorded changes", (
         'nova_ext/instance_list/catch_up.py',)),
     ('build requests lookup', ('check_build_requests',)),
+    # Their digests and their loading, for a detailed page and, from
+    # 2.96, a list without details.
+    ('request specs: digests, loaded', (
+        'nova_ext/instance_list/render/request_specs.py',)),
     # A kept page and its bringing up to date; the index query it makes
     # for the changed servers is the index query's.
     ('page cache: kept pages', (

@@ -95,6 +95,18 @@ class TestBreakdown(base.TestCase):
         self.assertEqual('index query (database)', cloudprofile.classify(
             kept + ['list_rows (nova_ext/instance_list/index.py:280)']))
 
+    def test_the_request_specs_are_not_the_views(self):
+        stack = [self.REQUEST,
+                 'respond (nova_ext/instance_list/render/__init__.py:70)',
+                 '_list_view (nova_ext/seams/internals/server_views.py:90)',
+                 'request_specs (nova_ext/instance_list/render/view.py:150)',
+                 'check (nova_ext/instance_list/render/request_specs.py:180)',
+                 '_read (nova_ext/seams/internals/request_specs.py:120)']
+        self.assertEqual('request specs: digests, loaded',
+                         cloudprofile.classify(stack))
+        self.assertEqual("render cache and Nova's view",
+                         cloudprofile.classify(stack[:4]))
+
     def test_waiting_for_neutrons_answers_is_neutrons(self):
         # nova_ext's threads ask Neutron; the request's thread waits.
         stack = [self.REQUEST,
