@@ -15,13 +15,12 @@ Nova's list builds the Instance of every server it shows with its info
 cache (the compute API's ``get_all`` always asks for it), and fails on a
 stored network info that Nova's field refuses, whether its view shows it
 or not. A list without details reads none (``narrow.LISTED``): the
-network info of each server is loaded here once per version of its rows
-(the index's ``read_at``, which changes whenever any of them is written),
+network info of each server is loaded here, as a rendered row loads it
+(``rows.load_network_info``), once per version of its rows (the index's
+``read_at``, which changes whenever any of them is written),
 and a server whose network info Nova could not load hands the page to
 Nova, whose answer (its error) is the answer.
 """
-
-from nova import objects
 
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import rows
@@ -31,12 +30,6 @@ MAX_CHECKED = 100000
 
 #: {instance uuid: version of its rows whose network info Nova loads}
 _CHECKED = {}
-
-
-def _coerce(value):
-    # What Nova's InstanceInfoCache._from_db_object sets the field to.
-    return objects.InstanceInfoCache.fields['network_info'].coerce(
-        None, 'network_info', value)
 
 
 def check_network_info(driver, records):
@@ -56,7 +49,7 @@ def check_network_info(driver, records):
     # Each text is read with the version it is of: a row written between
     # the page's query and this read is loaded again by the next page.
     for uuid, version, stored in driver.network_info(unknown):
-        rows.loaded(uuid, 'network info', _coerce, stored)
+        rows.load_network_info(uuid, stored)
         if version is not None:
             _CHECKED[uuid] = version
 

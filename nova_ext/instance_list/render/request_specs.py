@@ -194,9 +194,10 @@ def check(context, instance_uuids):
     """Raise Unservable where Nova could not load a server's spec.
 
     For a list without details, which shows nothing of the specs, but
-    fails where Nova's view, loading them, fails. What Nova would build
-    itself (``_decode``) it loads as nova_ext does, and only reads again
-    the server group, whose absence it tolerates.
+    fails where Nova's view, loading them, fails. A spec Nova would build
+    itself (``_decode`` gives None: a server group) is not built: Nova's
+    build loads it as ``_decode`` does, then reads the group again, whose
+    absence it tolerates.
     """
     _specs(context, instance_uuids)
 

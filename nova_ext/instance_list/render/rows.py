@@ -117,6 +117,19 @@ def _flavor(db_flavor):
     return flavor
 
 
+def load_network_info(uuid, stored):
+    """The NetworkInfo Nova's info cache holds of ``stored``, or None.
+
+    As Nova's field makes it of the stored text (``NetworkInfo.hydrate``).
+
+    :raises Unservable: Nova cannot load it.
+    """
+    if stored is None:
+        return None
+    return loaded(uuid, 'network info', network_model.NetworkInfo.hydrate,
+                  stored)
+
+
 def _trusted_certs(db_certs):
     return objects.TrustedCerts.obj_from_primitive(jsonutils.loads(db_certs))
 
@@ -207,11 +220,7 @@ class IndexedInstance(object):
         cache = self.__dict__.get('info_cache')
         if cache is None:
             return network_model.NetworkInfo.hydrate([])
-        value = cache['network_info']
-        if value is None:
-            return None
-        return loaded(self.uuid, 'network info',
-                      network_model.NetworkInfo.hydrate, value)
+        return load_network_info(self.uuid, cache['network_info'])
 
     @property
     def trusted_certs(self):

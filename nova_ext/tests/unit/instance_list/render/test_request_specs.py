@@ -56,7 +56,7 @@ class TestRequestSpecs(base.TestCase):
             request_specs.stored_specs, 'combined', self._combined))
         self.useFixture(fixtures.MockPatchObject(
             request_specs.stored_specs, 'stored_with_digests',
-            lambda ctx, uuids: [(u, spec, self._sha(spec))
+            lambda ctx, uuids: [(u, spec, self._sha(u, spec))
                                 for u, spec in self._stored(ctx, uuids)]))
         self.decode = self.useFixture(fixtures.MockPatchObject(
             request_specs, '_decode', side_effect=request_specs._decode)).mock
@@ -69,7 +69,7 @@ class TestRequestSpecs(base.TestCase):
     #: Whether it combines them (MySQL, MariaDB).
     COMBINES = False
 
-    def _sha(self, spec):
+    def _sha(self, uuid, spec):
         return hashlib.sha256(spec.encode('utf-8')).hexdigest()
 
     def _stored(self, ctx, uuids):
@@ -80,13 +80,13 @@ class TestRequestSpecs(base.TestCase):
         if not self.DIGESTS:
             return None
         self.digests_read += 1
-        return [(u, self._sha(self.stored[u])) for u in uuids]
+        return [(u, self._sha(u, self.stored[u])) for u in uuids]
 
     def _combined(self, ctx, uuids):
         if not self.COMBINES:
             return None
         return request_specs.stored_specs.combine(
-            [(u, self._sha(self.stored[u])) for u in uuids])
+            [(u, self._sha(u, self.stored[u])) for u in uuids])
 
     def zones(self, *uuids):
         return [getattr(spec, 'availability_zone', spec) for spec in
@@ -139,7 +139,7 @@ class TestRequestSpecsDigestedByTheDatabase(TestRequestSpecs):
 
     def test_a_spec_without_a_digest_is_read_every_time(self):
         # MySQL built without SHA2 answers NULL: nothing is kept.
-        self._sha = lambda spec: None
+        self._sha = lambda uuid, spec: None
         self.stored = {'a': _spec('az1')}
         self.assertEqual(['az1'], self.zones('a'))
         self.stored['a'] = _spec('az2')
@@ -152,9 +152,8 @@ class TestRequestSpecsCombinedByTheDatabase(
 
     COMBINES = True
 
-    def _sha(self, spec):
+    def _sha(self, uuid, spec):
         # As the database digests a row: its uuid and its text.
-        uuid = [u for u, text in self.stored.items() if text == spec][0]
         return hashlib.sha256((uuid + spec).encode('utf-8')).hexdigest()
 
     def test_a_page_seen_reads_its_digests_once(self):

@@ -37,6 +37,11 @@ READ = ('uuid', 'display_name', 'display_description', 'host', 'node',
         'auto_disk_config', 'metadata', 'system_metadata', 'deleted', 'name')
 
 
+#: What Nova's list of details joins and builds of an Instance.
+ATTRS = ['metadata', 'system_metadata', 'flavor', 'info_cache',
+         'trusted_certs']
+
+
 class TestIndexedInstance(base.TestCase):
 
     def setUp(self):
@@ -69,10 +74,8 @@ class TestIndexedInstance(base.TestCase):
 
     def both(self):
         """(the Instance Nova builds, the IndexedInstance) of one row."""
-        attrs = ['metadata', 'system_metadata', 'flavor', 'info_cache',
-                 'trusted_certs']
         nova = objects.Instance._from_db_object(
-            self.ctx, objects.Instance(), dict(self.row), attrs)
+            self.ctx, objects.Instance(), dict(self.row), ATTRS)
         return nova, self.indexed()
 
     def indexed(self):
@@ -167,10 +170,8 @@ class TestIndexedInstance(base.TestCase):
         self.assertEqual([], list(indexed.get_network_info()))
 
     def nova_refuses(self):
-        attrs = ['metadata', 'system_metadata', 'flavor', 'info_cache',
-                 'trusted_certs']
         self.assertRaises(ValueError, objects.Instance._from_db_object,
-                          self.ctx, objects.Instance(), dict(self.row), attrs)
+                          self.ctx, objects.Instance(), dict(self.row), ATTRS)
 
     def test_a_refused_access_ip_is_unservable_when_read(self):
         # Nova's list builds the Instance, and fails, even where its view
