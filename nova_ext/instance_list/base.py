@@ -186,6 +186,25 @@ class RowsDriver(InstanceListDriver):
         """
         return None
 
+    def spec_column(self):
+        """Where the list query can read each row's request spec digest.
+
+        ``(column, key)`` as :meth:`version_column`: a value that changes
+        whenever the server's stored RequestSpec does, as the driver's
+        store holds it, or None (or a NULL value for a row) where the
+        store does not follow the specs: a page then reads the digests of
+        its specs from the API database
+        (``nova_ext.instance_list.render.request_specs``).
+        """
+        return None
+
+    def spec_digests(self, uuids):
+        """``{uuid: digest}`` as :meth:`spec_column` reads them, or {}.
+
+        For rows read without it; a uuid left out has none.
+        """
+        return {}
+
     @abc.abstractmethod
     def volumes(self, ctx, uuids):
         """The volumes of some instances, as Nova's server view shows them.

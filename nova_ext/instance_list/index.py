@@ -345,24 +345,19 @@ class IndexDriver(base.RowsDriver):
 
     def versions(self, uuids):
         """``{uuid: when the index last wrote the row}`` (render cache)."""
-        book = schema.INSTANCES
-        with db.get_engine(self.conf).connect() as conn:
-            return dict(conn.execute(
-                sa.select(book.c.uuid, book.c.read_at).where(
-                    book.c.uuid.in_(list(uuids)))).all())
+        return index_reads.versions(self, uuids)
 
     def network_info(self, uuids):
-        book = schema.INSTANCES
-        cache = source.INFO_CACHES
-        with db.get_engine(self.conf).connect() as conn:
-            return conn.execute(
-                sa.select(book.c.uuid, book.c.read_at, cache.c.network_info)
-                .join(cache, cache.c.instance_uuid == book.c.uuid)
-                .where(book.c.uuid.in_(list(uuids)))).all()
+        return index_reads.network_info(self, uuids)
 
     def version_column(self):
-        book = schema.INSTANCES
-        return book.c.read_at, book.c.uuid
+        return index_reads.VERSION_COLUMN
+
+    def spec_column(self):
+        return index_reads.SPEC_COLUMN
+
+    def spec_digests(self, uuids):
+        return index_reads.spec_digests(self, uuids)
 
     def volumes(self, ctx, uuids):
         """The volumes of some instances, as Nova's server view shows them.

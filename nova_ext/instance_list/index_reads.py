@@ -15,7 +15,8 @@ The volumes and the metadata of the page's servers, read with Nova's own
 queries over the index (``index.IndexDriver`` targets the index as a cell),
 as plain dicts instead of ORM objects. With the page cache, the volumes of
 a page are kept under the index's generation and brought up to date, as
-its rows are (``page_cache``).
+its rows are (``page_cache``). And what the index's book says of each
+row: its version, and its request spec's digest.
 """
 
 import collections
@@ -28,9 +29,43 @@ from nova.db.main import models
 from nova import objects
 import sqlalchemy as sa
 
+from nova_ext.index.apply import source
+from nova_ext.index.apply import writer
 from nova_ext.index import db
 from nova_ext.index import schema
 from nova_ext.instance_list import page_cache
+
+
+_BOOK = schema.INSTANCES
+#: Each row's version in the book: when the index last wrote it.
+VERSION_COLUMN = (_BOOK.c.read_at, _BOOK.c.uuid)
+#: Each row's request spec digest in the book: NULL where the book's digest
+#: predates that part. One object, a part of the keys of the page cache.
+#: SQLite, MySQL and PostgreSQL all know substr(text, from, length).
+SPEC_COLUMN = (sa.func.nullif(sa.func.substr(
+    _BOOK.c.digest, writer.SPEC_AT, writer.WIDTH), ''), _BOOK.c.uuid)
+
+
+def versions(driver, uuids):
+    with db.get_engine(driver.conf).connect() as conn:
+        return dict(conn.execute(sa.select(_BOOK.c.uuid, _BOOK.c.read_at)
+                                 .where(_BOOK.c.uuid.in_(list(uuids)))).all())
+
+
+def network_info(driver, uuids):
+    cache = source.INFO_CACHES
+    with db.get_engine(driver.conf).connect() as conn:
+        return conn.execute(
+            sa.select(_BOOK.c.uuid, _BOOK.c.read_at, cache.c.network_info)
+            .join(cache, cache.c.instance_uuid == _BOOK.c.uuid)
+            .where(_BOOK.c.uuid.in_(list(uuids)))).all()
+
+
+def spec_digests(driver, uuids):
+    column, key = SPEC_COLUMN
+    with db.get_engine(driver.conf).connect() as conn:
+        return dict(conn.execute(sa.select(key, column).where(
+            key.in_(list(uuids)))).all())
 
 
 @contextlib.contextmanager

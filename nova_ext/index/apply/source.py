@@ -13,7 +13,9 @@
 
 Rows are read with SQLAlchemy Core from the tables of Nova's own models, as
 they are, deleted rows included: the index must answer ``deleted=True`` and
-``changes-since`` queries exactly as the cells do.
+``changes-since`` queries exactly as the cells do. Each read also reads the
+instances' RequestSpecs from the API database, whose digest the index
+keeps (``writer.PARTS``).
 """
 
 import hashlib
@@ -22,6 +24,8 @@ import time
 from nova.db.main import api as main_db_api
 from nova.db.main import models
 import sqlalchemy as sa
+
+from nova_ext.seams.internals import request_specs as stored_specs
 
 INSTANCES = models.Instance.__table__
 INFO_CACHES = models.InstanceInfoCache.__table__
@@ -60,6 +64,8 @@ class CellRead(object):
         from the cell are not in it.
     :ivar children: ``{table name: {uuid: [row mappings]}}``.
     :ivar security_groups: ``{uuid: [(association row, group row)]}``.
+    :ivar request_specs: ``{uuid: stored spec}`` of the instances read that
+        have one in the API database.
     """
 
     def __init__(self, cell_mapping, read_at, ticket):
@@ -70,6 +76,7 @@ class CellRead(object):
         self.instances = {}
         self.children = {}
         self.security_groups = {}
+        self.request_specs = {}
 
 
 def read(cctxt, cell_mapping, uuids, ticket):
@@ -77,7 +84,8 @@ def read(cctxt, cell_mapping, uuids, ticket):
 
     :param cctxt: a context targeted at ``cell_mapping``.
     :param ticket: the index's sequence number, taken before this read
-        (``nova_ext.index.marks.sequence.ticket``).
+        (``nova_ext.index.marks.sequence.ticket``): the specs too are read
+        after it was taken, so they hold every change it covers.
     """
     uuids = list(uuids)
     result = CellRead(cell_mapping, time.time(), ticket)
@@ -88,7 +96,22 @@ def read(cctxt, cell_mapping, uuids, ticket):
     with main_db_api.get_context_manager(
             cctxt).reader.connection.using(cctxt) as conn:
         read_rows(conn.execute, result, uuids)
+    read_specs(cctxt, result)
     return result
+
+
+def read_specs(context, result):
+    """Fill ``result.request_specs`` for the instances it holds."""
+    if result.instances:
+        result.request_specs = specs_of(context, result.instances)
+
+
+def specs_of(context, uuids):
+    """``{uuid: stored spec}`` of those of ``uuids`` that have one."""
+    uuids = list(uuids)
+    if not uuids:
+        return {}
+    return dict(stored_specs.stored(context, uuids))
 
 
 #: The related tables, each with the label of the column of a read's

@@ -24,6 +24,12 @@ table: a read that finds the same rows only records when it was read
 (``checked_at``), and ``read_at``, when the rows were last written, stays:
 the render cache keys documents by it. A read that finds some tables'
 rows changed replaces those tables' rows only.
+
+The instance's RequestSpec, read from the API database with its rows, is
+one more part whose digest the book keeps (last, :data:`SPEC_AT`), without
+its text: a page reads each server's spec digest with its row, and reads
+from the API database only the specs whose digest it has not seen
+(``nova_ext.instance_list.render.request_specs``).
 """
 
 import collections
@@ -40,11 +46,15 @@ from nova_ext.index import schema
 
 
 #: What the index holds of an instance, in parts that are written apart:
-#: its row, its rows of each related table, its security groups.
+#: its row, its rows of each related table, its security groups, and the
+#: digest alone of its request spec.
 PARTS = (('instances',) + tuple(table.name for table, _key in source.CHILDREN)
-         + ('security_groups',))
+         + ('security_groups', 'request_spec'))
 #: Hex digits of a part's digest in the book's ``digest``: 80 bits.
-_WIDTH = 20
+WIDTH = 20
+#: Where the request spec's digest starts in the book's ``digest``, from 1
+#: (SQL's ``substr``); a book digest that ends before has none.
+SPEC_AT = PARTS.index('request_spec') * WIDTH + 1
 
 Outcome = collections.namedtuple('Outcome',
                                  'written stale hidden removed missing')
@@ -65,7 +75,20 @@ def _rows_of(read, uuid, part):
         return read.instances[uuid]
     if part == 'security_groups':
         return read.security_groups.get(uuid, ())
+    if part == 'request_spec':
+        return read.request_specs.get(uuid)
     return read.children.get(part, {}).get(uuid, ())
+
+
+def part_digest(rows):
+    """The digest of one part's rows, as the book keeps it."""
+    return hashlib.blake2b(repr(rows).encode(),
+                           digest_size=WIDTH // 2).hexdigest()
+
+
+def spec_digest(stored):
+    """The digest the book keeps of a stored spec (None: no spec)."""
+    return part_digest(stored)
 
 
 def digest(read, uuid):
@@ -74,10 +97,13 @@ def digest(read, uuid):
     The cell's rows come in a fixed order (``source.read``), so the same
     rows give the same digests; rows in another order only cost a write.
     """
-    return ''.join(
-        hashlib.blake2b(repr(_rows_of(read, uuid, part)).encode(),
-                        digest_size=_WIDTH // 2).hexdigest()
-        for part in PARTS)
+    return ''.join(part_digest(_rows_of(read, uuid, part)) for part in PARTS)
+
+
+def book_spec_digest(book_digest):
+    """The request spec's digest in a book's ``digest``, or None."""
+    found = (book_digest or '')[SPEC_AT - 1:SPEC_AT - 1 + WIDTH]
+    return found if len(found) == WIDTH else None
 
 
 def _changed(held, new):
@@ -89,8 +115,8 @@ def _changed(held, new):
     if not old or len(old) != len(new):
         return PARTS
     return tuple(part for n, part in enumerate(PARTS)
-                 if old[n * _WIDTH:(n + 1) * _WIDTH] !=
-                 new[n * _WIDTH:(n + 1) * _WIDTH])
+                 if old[n * WIDTH:(n + 1) * WIDTH] !=
+                 new[n * WIDTH:(n + 1) * WIDTH])
 
 
 def _book(conn, uuids):

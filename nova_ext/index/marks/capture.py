@@ -44,7 +44,8 @@ LOG = logging.getLogger(__name__)
 #: Tables whose rows a server list shows or filters on, and the column
 #: holding the instance uuid each row belongs to: the cell tables the
 #: index mirrors (``nova_ext.index.apply.source``), and the API database's
-#: instance mappings (which cell, or archived) and build requests.
+#: instance mappings (which cell, or archived), build requests and request
+#: specs (whose digest the index keeps).
 TRACKED = {
     'instances': 'uuid',
     'instance_extra': 'instance_uuid',
@@ -58,6 +59,7 @@ TRACKED = {
     'security_group_instance_association': 'instance_uuid',
     'instance_mappings': 'instance_uuid',
     'build_requests': 'instance_uuid',
+    'request_specs': 'instance_uuid',
 }
 
 #: The key of ``Session.info`` under which a session keeps the holds it

@@ -13,7 +13,8 @@
 
 ``verify`` streams one cell and the index's rows of that cell side by side,
 in the cell's id order, one batch at a time, and reports instances the
-index lacks, holds in an older version, or holds although the cell no
+index lacks, holds in an older version (their rows, or the digest of
+their RequestSpec in the API database), or holds although the cell no
 longer has them (archived). With ``fix`` the differences are marked pending
 and re-read, exactly as a notification would have made them; this is the
 reconcile pass that heals dropped notifications, changes Nova makes
@@ -127,14 +128,17 @@ def _compare(cctxt, engine, cell_uuid, rows, after, high, cutoff, report):
     report.counts['expired'] += len(skipped)
     uuids = [row['uuid'] for row in rows if row['uuid'] not in skipped]
     theirs = source.cell_fingerprints(cctxt, uuids)
+    specs = source.specs_of(cctxt, uuids)
     with engine.connect() as conn:
         mine = source.fingerprints(conn.execute, uuids)
+        my_specs = _spec_digests(conn, uuids)
     differing = []
     for uuid in uuids:
         report.counts['checked'] += 1
         if uuid not in mine:
             report.add('missing', uuid)
-        elif mine[uuid] != theirs.get(uuid):
+        elif (mine[uuid] != theirs.get(uuid) or my_specs.get(uuid) !=
+              writer.spec_digest(specs.get(uuid))):
             report.add('stale', uuid)
         else:
             continue
@@ -144,6 +148,15 @@ def _compare(cctxt, engine, cell_uuid, rows, after, high, cutoff, report):
         report.add('extra', uuid)
         differing.append(uuid)
     return differing
+
+
+def _spec_digests(conn, uuids):
+    """``{uuid: digest of its spec}`` as the index's book keeps them."""
+    if not uuids:
+        return {}
+    return {row.uuid: writer.book_spec_digest(row.digest)
+            for row in conn.execute(sa.select(BOOK.c.uuid, BOOK.c.digest)
+                                    .where(BOOK.c.uuid.in_(uuids)))}
 
 
 def verify_cell(ctx, conf, cell, fix=False):

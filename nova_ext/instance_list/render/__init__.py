@@ -91,15 +91,17 @@ def _body(conf, selector, listing):
     # that only rendering reads; the rows it has to render are read in full
     # afterwards. Nova's view of a list without details reads the uuid and
     # name of each server, so a list reads little else (narrow.LISTED).
-    columns = version = None
+    columns = version = spec = None
     if not listing.detail:
         # With each row's version: its network info is loaded once per
         # version (loadable.py).
         columns = narrow.LISTED
-        version = driver.version_column()
     elif cache is not None:
         columns = narrow.COLUMNS
+    if columns is not None:
+        # And its request spec's digest (request_specs.py).
         version = driver.version_column()
+        spec = driver.spec_column()
     attrs = [] if columns is not None else fastpath.query_attrs(listing)
 
     def _records():
@@ -109,7 +111,8 @@ def _body(conf, selector, listing):
             cell_down_support=args.get('cell_down_support', False))
     if columns is not None:
         def _listed(records=_records):
-            with narrow.narrowed(columns, args.get('sort_keys'), version):
+            with narrow.narrowed(columns, args.get('sort_keys'), version,
+                                 spec):
                 return records()
     else:
         _listed = _records

@@ -148,6 +148,11 @@ def render(driver, view_builder, listing, page, volumes=None):
         pass's documents but for the servers it renders again); else the
         page's volumes are read for this call.
     """
+    with request_specs.digests_from(_spec_digests(driver, page)):
+        return _render(driver, view_builder, listing, page, volumes)
+
+
+def _render(driver, view_builder, listing, page, volumes):
     cell_down_support = listing.kwargs.get('cell_down_support', False)
     if not listing.detail:
         return view_builder.index(listing.request, page,
@@ -163,6 +168,25 @@ def render(driver, view_builder, listing, page, volumes=None):
     with view.volumes_from(volumes):
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)
+
+
+def _spec_digests(driver, page):
+    """The page's ``{uuid: its request spec's digest}``, when asked.
+
+    As the page's query read them (``narrow.SPEC``), else from the driver,
+    which is asked only if the view reads the specs (from 2.96). None for
+    a row whose digest the driver's store does not hold.
+    """
+    found = {i.uuid: i.get(narrow.SPEC) for i in page if narrow.SPEC in i}
+
+    def lookup(uuids):
+        missing = [uuid for uuid in uuids if uuid not in found]
+        if missing:
+            found.update(driver.spec_digests(missing))
+            found.update((uuid, None) for uuid in missing
+                         if uuid not in found)
+        return found
+    return lookup
 
 
 class PageVolumes(object):
@@ -273,6 +297,9 @@ def render_cached(driver, listing, records, cache):
             again = full.get(instance.uuid)
             if again is not None:
                 again.render_version = instance.render_version
+                if narrow.SPEC in instance:
+                    # As read with the page, with its version.
+                    setattr(again, narrow.SPEC, instance.get(narrow.SPEC))
                 if 'services' in instance:
                     again.services = instance.services
                 page[n] = again

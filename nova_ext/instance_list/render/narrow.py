@@ -48,11 +48,13 @@ LISTED = ('id', 'uuid', 'deleted', 'display_name', 'access_ip_v4',
           'access_ip_v6')
 #: The key of a narrowed row's version, where it is read with the row.
 VERSION = 'nova_ext_render_version'
+#: The key of its request spec's digest, where it is read with the row.
+SPEC = 'nova_ext_spec_digest'
 _ACTIVE = contextvars.ContextVar('nova_ext_narrowed', default=None)
 
 
 @contextlib.contextmanager
-def narrowed(columns, sort_keys, version=None):
+def narrowed(columns, sort_keys, version=None, spec=None):
     """Within, the list query reads ``columns`` and the sort keys.
 
     :param columns: COLUMNS for a detailed page, LISTED for a list.
@@ -60,11 +62,14 @@ def narrowed(columns, sort_keys, version=None):
         kept page can tell where a changed row sorts (``page_patch``).
     :param version: the driver's ``version_column()``: each row's version
         is read with it, in the same query, under VERSION.
+    :param spec: the driver's ``spec_column()``: the same, under SPEC.
     """
     columns = tuple(sorted(
         set(columns) | set(instance_lister.sort_keys(sort_keys, None))))
     if version is not None:
         columns += (orm.Beside(VERSION, *version),)
+    if spec is not None:
+        columns += (orm.Beside(SPEC, *spec),)
     token = _ACTIVE.set(columns)
     try:
         yield

@@ -25,12 +25,20 @@ loader cannot load fails Nova's list, and the request is Nova's.
 Reading and loading the stored specs (a few kilobytes each) is most of
 the cost, and specs rarely change: what a spec gave is kept per instance
 under a digest of its stored text, and reused while the stored text has
-that digest. Where the database computes the digests (MySQL, MariaDB,
-PostgreSQL), a page reads them alone, and the text of the specs whose
-digest changed, with their digest, in the same statement; elsewhere
-(SQLite) it reads every text and digests it. Where it also combines them
-(MySQL, MariaDB), a page first reads the combination of its digests, one
-row, and reads them one by one only when that combination is new.
+that digest. The instance index follows the specs as it follows the
+instances (capture marks every write of one; each read of an instance
+reads its spec) and keeps each one's digest: a page of the index reads
+its servers' digests with its rows (:func:`digests_from`), and from the
+API database only the texts of the specs whose digest it has not kept.
+
+The specs of other servers (a row whose book holds no spec digest, a
+driver that does not follow the specs) are digested in the API database:
+where it computes the digests (MySQL, MariaDB, PostgreSQL), a page reads
+them alone, and the text of the specs whose digest changed, with their
+digest, in the same statement; elsewhere (SQLite) it reads every text and
+digests it. Where it also combines them (MySQL, MariaDB), a page first
+reads the combination of its digests, one row, and reads them one by one
+only when that combination is new.
 """
 
 import contextlib
@@ -40,6 +48,7 @@ import hashlib
 from nova import objects
 
 from nova_ext import exception
+from nova_ext.index.apply import writer
 from nova_ext.instance_list import base
 from nova_ext.seams.internals import request_specs as stored_specs
 
@@ -108,11 +117,68 @@ def _digests(context, instance_uuids):
     return digests
 
 
+_DIGESTS = contextvars.ContextVar('nova_ext_request_spec_digests',
+                                  default=None)
+#: The digest the index keeps of a server without a spec.
+_NO_SPEC = writer.spec_digest(None)
+
+
+@contextlib.contextmanager
+def digests_from(lookup):
+    """Within, the specs of servers are those of the digests of ``lookup``.
+
+    :param lookup: a function of uuids, giving ``{uuid: digest}`` of those
+        servers as the index holds their specs (``writer.spec_digest``)
+        at the moment the page was read; None (or no entry) for a server
+        whose spec the index does not follow.
+    """
+    token = _DIGESTS.set(lookup)
+    try:
+        yield
+    finally:
+        _DIGESTS.reset(token)
+
+
 def _read(context, instance_uuids):
     """``[(uuid, digest, stored spec, kept)]`` of the servers' specs.
 
     ``kept`` is the ``(digest, Spec)`` kept for the server, or None. Where
     it has the stored spec's digest, the stored text is not read (None).
+    """
+    lookup = _DIGESTS.get()
+    known = lookup(instance_uuids) if lookup is not None else {}
+    followed = [u for u in instance_uuids if known.get(u) is not None]
+    others = [u for u in instance_uuids if known.get(u) is None]
+    found = _read_followed(context, followed, known) if followed else []
+    return found + (_read_database(context, others) if others else [])
+
+
+def _read_followed(context, instance_uuids, known):
+    """:func:`_read` of servers whose digests the index gave."""
+    found, changed = {}, []
+    for uuid in instance_uuids:
+        if known[uuid] == _NO_SPEC:
+            # Nothing to show, and nothing Nova's view would load.
+            continue
+        digest = ('index', known[uuid])
+        kept = _KEPT.get(uuid)
+        if kept is not None and kept[0] == digest:
+            found[uuid] = (uuid, digest, None, kept)
+        else:
+            changed.append(uuid)
+    if changed:
+        # Under the digest of the text read, which is the index's unless
+        # the spec was written since the page was read.
+        found.update(
+            (uuid, (uuid, ('index', writer.spec_digest(stored)), stored,
+                    None))
+            for uuid, stored in stored_specs.stored(context, changed))
+    return [found[uuid] for uuid in instance_uuids if uuid in found]
+
+
+def _read_database(context, instance_uuids):
+    """:func:`_read`, each spec's digest as the API database has it.
+
     A digest is read with its text, so a spec kept is the one of its
     digest.
     """

@@ -94,9 +94,13 @@ def _narrow(state):
     narrow = state.statement.with_only_columns(
         *[table.c[name] for name in names],
         *[b.column.label(b.name) for b in beside])
+    joined = set()
     for b in beside:
-        # Joined to the query's own FROM, after Nova's joins (tags).
-        narrow = narrow.outerjoin(b.key.table, b.key == table.c.uuid)
+        # Joined to the query's own FROM, after Nova's joins (tags); once
+        # for all the columns read of one table.
+        if b.key.table not in joined:
+            joined.add(b.key.table)
+            narrow = narrow.outerjoin(b.key.table, b.key == table.c.uuid)
     # Query.all() hands Nova's code each Instance once, however many rows
     # of a join (tags-any) hold it: Nova's list counts a batch after that.
     rows, seen = [], set()

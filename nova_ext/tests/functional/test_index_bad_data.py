@@ -137,6 +137,10 @@ class _BadData(object):
             context.session.execute(
                 specs.update().where(where).values(spec=jsonutils.dumps(data)))
         store(nova_context.get_admin_context())
+        # Written by hand, outside Nova's objects: capture did not see it,
+        # and the index learns of it as of any such edit, when it is
+        # synced or repaired.
+        self.sync_index()
         self.assertLists(LISTS, versions=('2.96', '2.100'))
         self.assertLists((), versions=('2.95',))
 

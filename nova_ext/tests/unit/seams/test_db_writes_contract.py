@@ -44,10 +44,6 @@ NOT_LISTED = {
                              '(2.71), never by a list',
     'instance_id_mappings': 'EC2 ids: the metadata service only',
     'migrations': 'the migrations APIs only',
-    'request_specs': 'shown from 2.96 (pinned AZ) and 2.100 (scheduler '
-                     'hints), but read per request by '
-                     'nova_ext.instance_list.render.request_specs, not the '
-                     'index',
     'share_mapping': 'the server shares API (2.97) only',
     'virtual_interfaces': 'device tags: lists show the info cache addresses',
     'volume_usage_cache': 'volume usage notifications only',

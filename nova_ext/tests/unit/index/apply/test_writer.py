@@ -226,6 +226,52 @@ class TestWriter(index_base.IndexDBTestCase):
         self.assertEqual(['x', 'y'], [tag for _id, tag in self.tags()])
         self.assertEqual({u: (ids.index_id(1, 3), 'b', 0)}, self.held())
 
+    def test_a_changed_request_spec_moves_the_version_alone(self):
+        u, t0 = 'u-11', index_base.T0
+
+        def read(at, spec):
+            r = index_base.cell_read(
+                self.CELL1, at, index_base.instance_row(u, 1, t0, 'a'))
+            if spec is not None:
+                r.request_specs[u] = spec
+            return r
+        writer.apply(self.engine, read(1.0, '{"az": null}'), [u])
+        first = self.book(u)
+        self.assertEqual(writer.spec_digest('{"az": null}'),
+                         writer.book_spec_digest(first.digest))
+        self.assertNotEqual(writer.spec_digest('{"az": "nova"}'),
+                            writer.spec_digest('{"az": null}'))
+        # The same spec: only checked.
+        writer.apply(self.engine, read(2.0, '{"az": null}'), [u])
+        self.assertEqual((first.digest, 1.0), (self.book(u).digest,
+                                               self.book(u).read_at))
+        # Another spec: no row of Nova's written, the book's digest and
+        # version moved, and the generation says which instance changed.
+        _out, ran = self.statements(lambda: writer.apply(
+            self.engine, read(3.0, '{"az": "nova"}'), [u]))
+        self.assertEqual([('SELECT', None),
+                          ('UPDATE', 'nova_ext_index_instances'),
+                          ('UPDATE', 'nova_ext_index_generation'),
+                          ('SELECT', None),
+                          ('INSERT', 'nova_ext_index_changes')], ran)
+        again = self.book(u)
+        self.assertEqual(3.0, again.read_at)
+        self.assertEqual(writer.spec_digest('{"az": "nova"}'),
+                         writer.book_spec_digest(again.digest))
+        self.assertEqual(first.digest[:writer.SPEC_AT - 1],
+                         again.digest[:writer.SPEC_AT - 1])
+        # The spec gone (archived with its server): written too.
+        writer.apply(self.engine, read(4.0, None), [u])
+        self.assertEqual(writer.spec_digest(None),
+                         writer.book_spec_digest(self.book(u).digest))
+
+    def test_a_book_digest_without_a_spec_part_has_no_spec_digest(self):
+        self.assertIsNone(writer.book_spec_digest(None))
+        self.assertIsNone(writer.book_spec_digest(
+            '0' * (writer.SPEC_AT - 1)))
+        whole = '0' * (writer.SPEC_AT - 1) + 'a' * writer.WIDTH
+        self.assertEqual('a' * writer.WIDTH, writer.book_spec_digest(whole))
+
     def test_a_digest_of_another_layout_writes_every_table(self):
         u, t0 = 'u-9', index_base.T0
         t1 = t0 + datetime.timedelta(seconds=1)
@@ -243,7 +289,7 @@ class TestWriter(index_base.IndexDBTestCase):
         written = {table for verb, table in ran if verb == 'INSERT'}
         self.assertIn('tags', written)
         self.assertIn('instances', written)
-        self.assertEqual(writer._WIDTH * len(writer.PARTS),
+        self.assertEqual(writer.WIDTH * len(writer.PARTS),
                          len(self.book(u).digest))
 
     def test_a_rewrite_writes_rows_the_book_says_are_held(self):

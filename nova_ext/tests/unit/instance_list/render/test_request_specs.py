@@ -17,6 +17,7 @@ import fixtures
 from nova import objects
 from oslo_serialization import jsonutils
 
+from nova_ext.index.apply import writer
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list.render import request_specs
 from nova_ext.tests.unit import base
@@ -174,3 +175,63 @@ class TestRequestSpecsCombinedByTheDatabase(
         self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
         self.assertEqual(3, self.digests_read)
         self.assertEqual(['a', 'b', 'b', 'b'], self.texts_read)
+
+
+class TestRequestSpecsDigestedByTheIndex(TestRequestSpecs):
+    """The index gives the page's digests: none are read elsewhere."""
+
+    DIGESTS = True
+    COMBINES = True
+
+    def setUp(self):
+        super().setUp()
+        self.combined = self.useFixture(fixtures.MockPatchObject(
+            request_specs.stored_specs, 'combined',
+            side_effect=self._combined)).mock
+
+    def zones(self, *uuids):
+        # As the index holds them: the digest of each stored text.
+        digests = {u: writer.spec_digest(self.stored.get(u)) for u in uuids}
+        digests.update(self.index_lags)
+        with request_specs.digests_from(lambda uuids: digests):
+            return super().zones(*uuids)
+
+    index_lags = {}
+
+    def test_only_the_specs_of_new_digests_are_read(self):
+        # As where the database digests them, the digests from the index.
+        TestRequestSpecsDigestedByTheDatabase.\
+            test_only_the_changed_texts_are_read(self)
+        # The API database's digests are never asked.
+        self.assertEqual((0, 0), (self.digests_read,
+                                  self.combined.call_count))
+
+    def test_a_server_the_index_holds_without_a_spec_reads_none(self):
+        self.stored = {'a': _spec('az1')}
+        self.assertEqual(['az1'], self.zones('a', 'b'))
+        self.assertEqual(['a'], self.texts_read)
+
+    def test_servers_without_an_index_digest_are_digested_by_the_database(
+            self):
+        # A row whose book holds no spec digest.
+        self.index_lags = {'b': None}
+        self.stored = {'a': _spec('az1'), 'b': _spec('az2')}
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.combined.assert_called_once_with(None, ['b'])
+        self.assertEqual(['a', 'b'], self.texts_read)
+        self.assertEqual(['az1', 'az2'], self.zones('a', 'b'))
+        self.assertEqual(['a', 'b'], self.texts_read)
+
+    def test_a_spec_written_since_the_page_was_read_is_the_one_shown(self):
+        # The index still holds the digest of the text before; the text
+        # read is newer, and is kept under its own digest.
+        self.stored = {'a': _spec('az1')}
+        self.assertEqual(['az1'], self.zones('a'))
+        old = writer.spec_digest(self.stored['a'])
+        self.stored['a'] = _spec('az2')
+        self.index_lags = {'a': old}
+        self.assertEqual(['az1'], self.zones('a'))
+        self.index_lags = {}
+        self.assertEqual(['az2'], self.zones('a'))
+        self.assertEqual(['az2'], self.zones('a'))
+        self.assertEqual(['a', 'a'], self.texts_read)
