@@ -47,7 +47,8 @@ COMPONENTS = (
     ("catch-up: the cells' check, recorded changes", (
         'nova_ext/instance_list/catch_up.py',)),
     ('build requests lookup', ('check_build_requests',)),
-    # Their digests and their loading, for a detailed page and, from
+    # The specs whose digest changed, read and loaded (and, where the
+    # index holds no digest, the digests), for a detailed page and, from
     # 2.96, a list without details.
     ('request specs: digests, loaded', (
         'nova_ext/instance_list/render/request_specs.py',)),
