@@ -29,7 +29,8 @@ that digest. The instance index follows the specs as it follows the
 instances (capture marks every write of one; each read of an instance
 reads its spec) and keeps each one's digest: a page of the index reads
 its servers' digests with its rows (:func:`digests_from`), and from the
-API database only the texts of the specs whose digest it has not kept.
+API database only the texts of the specs whose digest it has not kept; a
+text found written since the page was read hands the page to Nova.
 
 The specs of other servers (a row whose book holds no spec digest, a
 driver that does not follow the specs) are digested in the API database:
@@ -154,7 +155,16 @@ def _read(context, instance_uuids):
 
 
 def _read_followed(context, instance_uuids, known):
-    """:func:`_read` of servers whose digests the index gave."""
+    """:func:`_read` of servers whose digests the index gave.
+
+    The page shows each spec as it was when the page was read: those kept
+    by the index's digests of that moment, the others read and checked
+    against them.
+
+    :raises Unservable: a spec read was written since the page was read.
+        The kept specs are of that moment and this one is not, where Nova
+        reads every spec of a page in one statement: Nova answers.
+    """
     found, changed = {}, []
     for uuid in instance_uuids:
         if known[uuid] == _NO_SPEC:
@@ -167,12 +177,14 @@ def _read_followed(context, instance_uuids, known):
         else:
             changed.append(uuid)
     if changed:
-        # Under the digest of the text read, which is the index's unless
-        # the spec was written since the page was read.
-        found.update(
-            (uuid, (uuid, ('index', writer.spec_digest(stored)), stored,
-                    None))
-            for uuid, stored in stored_specs.stored(context, changed))
+        read = dict(stored_specs.stored(context, changed))
+        for uuid in changed:
+            stored = read.get(uuid)
+            if writer.spec_digest(stored) != known[uuid]:
+                raise base.Unservable('the request spec of instance %s '
+                                      'changed while the page was read'
+                                      % uuid)
+            found[uuid] = (uuid, ('index', known[uuid]), stored, None)
     return [found[uuid] for uuid in instance_uuids if uuid in found]
 
 

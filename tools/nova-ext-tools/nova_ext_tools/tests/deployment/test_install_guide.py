@@ -54,6 +54,12 @@ class TestFromStockNova(base.CloudTestCase):
         self.run_command('nova-ext-manage', 'api_db', 'sync')
         self.run_command('nova-ext-manage', 'index', 'db_sync')
 
+    def test_upgrade_ends_with_a_repair(self):
+        # "Once every host runs the new version, run nova-ext-manage index
+        # verify --fix": it runs on a live cloud, and leaves no drift.
+        self.run_command('nova-ext-manage', 'index', 'verify', '--fix')
+        self.run_command('nova-ext-manage', 'index', 'verify')
+
 
 class TestAttachedLines(base.CloudTestCase):
     """Every service logs the "attached" lines the guide names.
