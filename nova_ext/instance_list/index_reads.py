@@ -62,10 +62,8 @@ def network_info(driver, uuids):
 
 
 def spec_digests(driver, uuids):
-    column, key = SPEC_COLUMN
     with db.get_engine(driver.conf).connect() as conn:
-        return dict(conn.execute(sa.select(key, column).where(
-            key.in_(list(uuids)))).all())
+        return writer.spec_digests(conn, uuids)
 
 
 @contextlib.contextmanager

@@ -96,14 +96,8 @@ def read(cctxt, cell_mapping, uuids, ticket):
     with main_db_api.get_context_manager(
             cctxt).reader.connection.using(cctxt) as conn:
         read_rows(conn.execute, result, uuids)
-    read_specs(cctxt, result)
+    result.request_specs = specs_of(cctxt, result.instances)
     return result
-
-
-def read_specs(context, result):
-    """Fill ``result.request_specs`` for the instances it holds."""
-    if result.instances:
-        result.request_specs = specs_of(context, result.instances)
 
 
 def specs_of(context, uuids):

@@ -106,6 +106,20 @@ def book_spec_digest(book_digest):
     return found if len(found) == WIDTH else None
 
 
+def spec_digests(conn, uuids):
+    """``{uuid: its spec's digest, or None}`` as the index's book keeps them.
+
+    For ``uuids`` the book holds; ``conn`` is a connection to the index.
+    """
+    uuids = list(uuids)
+    if not uuids:
+        return {}
+    book = schema.INSTANCES
+    return {row.uuid: book_spec_digest(row.digest)
+            for row in conn.execute(sa.select(book.c.uuid, book.c.digest)
+                                    .where(book.c.uuid.in_(uuids)))}
+
+
 def _changed(held, new):
     """The parts whose rows differ from those the book says are held.
 

@@ -131,7 +131,7 @@ def _compare(cctxt, engine, cell_uuid, rows, after, high, cutoff, report):
     specs = source.specs_of(cctxt, uuids)
     with engine.connect() as conn:
         mine = source.fingerprints(conn.execute, uuids)
-        my_specs = _spec_digests(conn, uuids)
+        my_specs = writer.spec_digests(conn, uuids)
     differing = []
     for uuid in uuids:
         report.counts['checked'] += 1
@@ -148,15 +148,6 @@ def _compare(cctxt, engine, cell_uuid, rows, after, high, cutoff, report):
         report.add('extra', uuid)
         differing.append(uuid)
     return differing
-
-
-def _spec_digests(conn, uuids):
-    """``{uuid: digest of its spec}`` as the index's book keeps them."""
-    if not uuids:
-        return {}
-    return {row.uuid: writer.book_spec_digest(row.digest)
-            for row in conn.execute(sa.select(BOOK.c.uuid, BOOK.c.digest)
-                                    .where(BOOK.c.uuid.in_(uuids)))}
 
 
 def verify_cell(ctx, conf, cell, fix=False):
