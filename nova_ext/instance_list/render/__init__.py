@@ -31,6 +31,7 @@ from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import loadable
 from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import page_bodies
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
 from nova_ext.instance_list.render import security_groups
@@ -131,6 +132,15 @@ def _body(conf, selector, listing):
             selector.stats.add('groups_kept')
         elif conf.nova_ext_instance_list.neutron_feed_url:
             selector.stats.add('groups_asked')
+    if not listing.detail and cache is not None:
+        # Before the rows are rendered, which adds to them.
+        kept = page_bodies.key(listing.request,
+                               fastpath.project_in_url(listing), records)
+
+        def render():
+            page = fastpath.instances(driver, ctx, listing, records)
+            return fastpath.render_listed(driver, listing, page, cache)
+        return page_bodies.body(page_bodies.cache(conf), kept, render)
     with view.groups_from(lookup):
         if listing.detail and cache is not None:
             return fastpath.render_cached(driver, listing, records, cache)

@@ -52,12 +52,24 @@ class Shown(dict):
         self.kept = kept
 
 
+class Written(object):
+    """A whole body's text, written before (``page_bodies``)."""
+
+    __slots__ = ('text',)
+
+    def __init__(self, text):
+        self.text = text
+
+
 def dumps(body):
     """``jsonutils.dumps(body)``, with each :class:`Shown` from its texts.
 
     The documents are looked for where a list's body holds them: in the
-    lists that are values of the body.
+    lists that are values of the body. A :class:`Written` body is its
+    text.
     """
+    if type(body) is Written:
+        return body.text
     if type(body) is not dict or not all(type(k) is str for k in body):
         return jsonutils.dumps(body)
     written = {}

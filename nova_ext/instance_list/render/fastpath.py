@@ -248,20 +248,24 @@ def render_listed(driver, listing, page, cache):
     builder = view.builder()
     if listing.detail or cache is None:
         return render_or_hand(driver, builder, listing, page)
-    with _page_render(cache, builder, listing):
+    with _page_render(cache, listing):
         return render_or_hand(driver, builder, listing, page)
 
 
+def project_in_url(listing):
+    """The project id the request's URL holds (its links keep it), or ''."""
+    return server_views.project_id_in_url(view.builder(), listing.request)
+
+
 @contextlib.contextmanager
-def _page_render(cache, builder, listing):
+def _page_render(cache, listing):
     """Within, the request's documents come from ``cache`` where they are.
 
     :returns: the request's ``view.PageRender``.
     """
     environ = listing.request.environ
     environ[view.RENDER] = render = view.PageRender(
-        cache, listing.request,
-        server_views.project_id_in_url(builder, listing.request))
+        cache, listing.request, project_in_url(listing))
     try:
         yield render
     finally:
@@ -287,7 +291,7 @@ def render_cached(driver, listing, records, cache):
         instance.render_version = versions.get(instance.uuid)
     builder = view.builder()
     volumes = PageVolumes(driver)
-    with _page_render(cache, builder, listing) as render:
+    with _page_render(cache, listing) as render:
         body = render_or_hand(driver, builder, listing, page,
                               volumes=volumes)
         if not render.missed:

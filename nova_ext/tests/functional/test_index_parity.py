@@ -34,6 +34,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index.repair import sync
 from nova_ext.index import schema
 from nova_ext.instance_list import page_cache
+from nova_ext.instance_list.render import page_bodies
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list import serving
@@ -421,6 +422,13 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
     # The cache's list query is TestFastRenderParity's narrowed one.
     SORT_KEYS = TYPED_SORT_KEYS
 
+    #: Lists without details, and the microversions they are asked at:
+    #: before and after Nova's view loads the request specs (2.96).
+    LISTS = ('servers?all_tenants=1',
+             'servers?all_tenants=1&sort_key=display_name&limit=3',
+             'servers?deleted=true&all_tenants=1')
+    LIST_VERSIONS = ('2.1', '2.96', 'latest')
+
     def test_documents_come_from_the_cache(self):
         cache = render_cache.cache(ext_conf.CONF)
         uri = 'servers/detail?all_tenants=1'
@@ -628,18 +636,20 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         # (Nova's view of a list shows nothing of them), and a renamed
         # server shown by its new name at once.
         cache = render_cache.cache(ext_conf.CONF)
-        uris = ('servers?all_tenants=1',
-                'servers?all_tenants=1&sort_key=display_name&limit=3',
-                'servers?deleted=true&all_tenants=1')
-        for version in ('2.1', '2.96', 'latest'):
+        uris = self.LISTS
+        for version in self.LIST_VERSIONS:
             self.admin_api.microversion = version
             for uri in uris:
+                self._get(self.admin_api, uri)
+                # Rendered from the documents, not a body kept whole
+                # (test_lists_come_whole_from_the_kept_bodies).
+                page_bodies.reset()
                 hits = cache.hits
                 with mock.patch.object(
                         request_specs, 'get_by_instance_uuids',
                         wraps=request_specs.get_by_instance_uuids) as specs:
-                    got = self.assertSameAnswer(self.admin_api, uri,
-                                                served=True)
+                    got = TestIndexParity.assertSameAnswer(
+                        self, self.admin_api, uri, served=True)
                 self.assertEqual(0, specs.call_count)
                 shown = len(got.json()['servers'])
                 self.assertTrue(shown)
@@ -659,6 +669,46 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertIn({'id': renamed, 'name': 'renamed'},
                       [{'id': s['id'], 'name': s['name']}
                        for s in got[0].json()['servers']])
+
+    def test_lists_come_whole_from_the_kept_bodies(self):
+        # GET /servers again, the index unchanged: the body written for the
+        # first answers it, no server's document looked up, and it is
+        # Nova's. Every request still reads its page's rows.
+        bodies = page_bodies.cache(ext_conf.CONF)
+        documents = render_cache.cache(ext_conf.CONF)
+        pages = page_cache.cache(ext_conf.CONF)
+        uris = self.LISTS
+        for version in self.LIST_VERSIONS:
+            self.admin_api.microversion = version
+            for uri in uris:
+                self._get(self.admin_api, uri)
+                hits, looked = bodies.hits, documents.hits + documents.misses
+                rows = pages.hits
+                got = self.assertSameAnswer(self.admin_api, uri, served=True)
+                self.assertTrue(got.json()['servers'])
+                self.assertGreater(bodies.hits, hits, uri)
+                self.assertEqual(looked, documents.hits + documents.misses,
+                                 uri)
+                self.assertGreater(pages.hits, rows, uri)
+        # The next page, by its marker: a body of its own, Nova's.
+        first = self._get(self.admin_api, uris[1]).json()
+        self.assertIn('servers_links', first)
+        nxt = uris[1] + '&marker=' + first['servers'][-1]['id']
+        got = self.assertSameAnswer(self.admin_api, nxt, served=True)
+        self.assertNotEqual(first['servers'], got.json()['servers'])
+        # A renamed server: a new version of its row, a new body, Nova's,
+        # right after the change.
+        renamed = self.servers['active1']['id']
+        self.admin_api.put_server(renamed, {'server': {'name': 'renamed'}})
+        self.sync_index()
+        for uri in uris[:2]:
+            got = self.assertSameAnswer(self.admin_api, uri, served=True)
+        self.assertIn({'id': renamed, 'name': 'renamed'},
+                      [{'id': s['id'], 'name': s['name']}
+                       for s in self._get(self.admin_api,
+                                          uris[0]).json()['servers']])
+        # Kept no more than pages are.
+        self.assertLessEqual(len(bodies), pages.size)
 
     def test_a_server_never_updated_shows_the_time_of_each_request(self):
         # Nova shows a server without updated_at as updated at the time of

@@ -53,6 +53,11 @@ class TestDumps(base.TestCase):
                      {'servers': ['text', 4, None]}, {1: 'not text'}):
             self.assertNovas(body)
 
+    def test_a_written_body_is_its_text(self):
+        body = {'servers': [encode.Shown(_kept())]}
+        written = encode.Written(self.assertNovas(body))
+        self.assertEqual(jsonutils.dumps(body), encode.dumps(written))
+
     def test_kept_text_is_what_is_written(self):
         kept = _kept()
         shown = encode.Shown(kept)

@@ -1,0 +1,99 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Written bodies of lists without details, kept per request and rows.
+
+Nova's view of ``GET /servers`` shows of each server its uuid, its name
+and links made from the request (``render_cache.listed_key``), and of the
+page a link to the next one, made from the request's URL, its last
+server and ``[api]max_limit``. Loading each server's request spec (from
+microversion 2.96) and its network info can fail, and Nova's answer with
+it; what they read is told by the row's version (network info,
+``loadable``) and its request spec's digest (``request_specs``). So the
+text of such a body is the same for any two requests that have the same
+URL and the render cache's request part (microversion, administrator or
+not, the options the view reads) and whose pages have the same rows, each
+read by the page's query with its version and its spec's digest: the
+same uuids and names, in the same order, of the same versions and specs.
+
+A body is kept written under that key and answers the next such request
+without a server rendered or written again. Everything a list reads per
+request is still read first, the page's rows included (from the page
+cache where they are kept): Nova's validation and policy, the build
+requests, the cells' check and the changes recorded. A row without a
+uuid, a name, a version or a spec digest keeps its page's body from being
+kept.
+"""
+
+from nova import conf as nova_conf
+
+from nova_ext.instance_list import lru
+from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import render_cache
+
+CONF = nova_conf.CONF
+
+
+class PageBodies(lru.LRUCache):
+    """Written bodies by :func:`key`."""
+
+
+_CACHE = lru.PerProcess(PageBodies)
+
+
+def cache(conf):
+    """This process's bodies, as many as ``page_cache_size``; None if 0."""
+    return _CACHE.get(conf.nova_ext_instance_list.page_cache_size)
+
+
+def reset():
+    """Forget this process's bodies (tests)."""
+    _CACHE.reset()
+
+
+def key(request, project_in_url, records):
+    """The key of a list's body for ``records``, or None.
+
+    :param records: the page's rows as the driver gave them, before they
+        are rendered.
+    """
+    rows = []
+    for record in records:
+        row = (record.get('uuid'), record.get('display_name'),
+               record.get(narrow.VERSION), record.get(narrow.SPEC))
+        if None in row:
+            return None
+        rows.append(row)
+    found = (render_cache.request_key(request, project_in_url),
+             request.url, CONF.api.max_limit, tuple(rows))
+    try:
+        hash(found)
+    except TypeError:
+        return None
+    return found
+
+
+def body(bodies, key, render):
+    """The kept body of ``key``, else ``render()``'s, kept written.
+
+    :param bodies: :func:`cache`'s, or None: nothing is kept.
+    :param key: :func:`key`'s, or None: nothing is kept.
+    :returns: a body for ``encode.dumps``.
+    """
+    if bodies is None or key is None:
+        return render()
+    kept = bodies.get(key)
+    if kept is not None:
+        return kept
+    written = encode.Written(encode.dumps(render()))
+    bodies.put(key, written)
+    return written

@@ -1,0 +1,138 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Written bodies of lists without details, kept per request and rows."""
+
+from nova.api.openstack import api_version_request
+from nova.api.openstack import wsgi as nova_wsgi
+from nova import context as nova_context
+from oslo_serialization import jsonutils
+
+from nova_ext import conf
+from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import fastpath
+from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import page_bodies
+from nova_ext.tests.unit import base
+
+
+def _request(url='http://api/v2.1/servers?limit=2', version='2.1',
+             admin=False):
+    request = nova_wsgi.Request.blank(url)
+    request.api_version_request = api_version_request.APIVersionRequest(
+        version)
+    request.environ['nova.context'] = nova_context.RequestContext(
+        'user', 'project', is_admin=admin)
+    return request
+
+
+def _row(uuid, name='srv', version=1.5, spec='d' * 20, **extra):
+    row = {'id': 7, 'uuid': uuid, 'display_name': name, 'deleted': 0,
+           narrow.VERSION: version, narrow.SPEC: spec}
+    row.update(extra)
+    return row
+
+
+class TestKey(base.TestCase):
+
+    def _key(self, rows, **request):
+        return page_bodies.key(_request(**request), '', rows)
+
+    def test_same_request_and_rows_same_key(self):
+        rows = [_row('u1'), _row('u2')]
+        self.assertEqual(self._key(rows), self._key([dict(r) for r in rows]))
+        self.assertIsNotNone(self._key(rows))
+
+    def test_what_the_body_shows_tells_keys_apart(self):
+        rows = [_row('u1'), _row('u2')]
+        key = self._key(rows)
+        for other in ([_row('u2'), _row('u1')],
+                      [_row('u1')],
+                      [_row('u1'), _row('u2', name='renamed')],
+                      [_row('u1'), _row('u2', version=2.5)],
+                      [_row('u1'), _row('u2', spec='e' * 20)]):
+            self.assertNotEqual(key, self._key(other))
+        for request in ({'url': 'http://api/v2.1/servers?limit=3'},
+                        {'url': 'http://other/v2.1/servers?limit=2'},
+                        {'version': '2.96'}, {'admin': True}):
+            self.assertNotEqual(key, self._key(rows, **request))
+        self.assertNotEqual(key, page_bodies.key(_request(), 'project', rows))
+        self.flags(max_limit=2, group='api')
+        self.assertNotEqual(key, self._key(rows))
+
+    def test_what_the_body_does_not_show_does_not(self):
+        # Nova's view of a list without details reads the uuid and name;
+        # the version stands for the rest of the row.
+        self.assertEqual(self._key([_row('u1')]),
+                         self._key([_row('u1', id=8, deleted=1,
+                                         access_ip_v4='10.0.0.1')]))
+
+    def test_a_row_without_what_keys_it_keeps_no_body(self):
+        for missing in ('uuid', 'display_name', narrow.VERSION, narrow.SPEC):
+            row = _row('u2')
+            row[missing] = None
+            self.assertIsNone(self._key([_row('u1'), row]), missing)
+            del row[missing]
+            self.assertIsNone(self._key([_row('u1'), row]), missing)
+
+
+class TestBody(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.bodies = page_bodies.PageBodies(2)
+        self.rendered = []
+
+    def _render(self, name='n'):
+        def render():
+            self.rendered.append(name)
+            return {'servers': [{'id': 'u1', 'name': name}]}
+        return render
+
+    def test_kept_written_and_given_again(self):
+        first = page_bodies.body(self.bodies, 'k', self._render())
+        again = page_bodies.body(self.bodies, 'k', self._render('other'))
+        self.assertEqual(['n'], self.rendered)
+        self.assertIs(first, again)
+        self.assertEqual(jsonutils.dumps({'servers': [{'id': 'u1',
+                                                       'name': 'n'}]}),
+                         encode.dumps(again))
+
+    def test_other_keys_are_rendered(self):
+        page_bodies.body(self.bodies, 'k', self._render())
+        page_bodies.body(self.bodies, 'l', self._render('l'))
+        self.assertEqual(['n', 'l'], self.rendered)
+
+    def test_nothing_kept_without_a_key_or_a_cache(self):
+        for bodies, key in ((self.bodies, None), (None, 'k')):
+            body = page_bodies.body(bodies, key, self._render())
+            self.assertEqual({'servers': [{'id': 'u1', 'name': 'n'}]}, body)
+        self.assertEqual(0, len(self.bodies))
+        self.assertEqual(['n', 'n'], self.rendered)
+
+    def test_a_page_nova_renders_keeps_no_body(self):
+        def refused():
+            raise fastpath.NotRendered('a spec Nova cannot load')
+        self.assertRaises(fastpath.NotRendered, page_bodies.body,
+                          self.bodies, 'k', refused)
+        self.assertEqual(0, len(self.bodies))
+        page_bodies.body(self.bodies, 'k', self._render())
+        self.assertEqual(['n'], self.rendered)
+
+
+class TestCache(base.TestCase):
+
+    def test_sized_by_the_page_cache(self):
+        self.addCleanup(page_bodies.reset)
+        self.flags(page_cache_size=0, group='nova_ext_instance_list')
+        self.assertIsNone(page_bodies.cache(conf.CONF))
+        self.flags(page_cache_size=3, group='nova_ext_instance_list')
+        self.assertEqual(3, page_bodies.cache(conf.CONF).size)
