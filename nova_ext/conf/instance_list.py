@@ -97,8 +97,8 @@ volumes). 0 keeps none.
 
 With ``render_cache_size``, a list without details also keeps its body,
 written, for as many pages (about 300 bytes a server): it answers a
-request with the same URL, microversion and administrator flag whose page
-has the same rows.
+request with the same URL, microversion, administrator flag and link
+options whose page has the same rows.
 
 A page is what the index query gave for one query (filters, sort, limit,
 marker, the caller's project and role); it answers the same query again,

@@ -88,6 +88,9 @@ def listing(environ, detail):
     request = nova_wsgi.Request(environ)
     try:
         request.set_api_version_request()
+        # Nova's wsgi.Resource refuses a Content-Type it does not read
+        # (415), a GET's too, before its controller runs.
+        request.get_content_type()
         ctrl = servers()
         (ctrl.detail if detail else ctrl.index)(req=request)
     except _Listed as listed:

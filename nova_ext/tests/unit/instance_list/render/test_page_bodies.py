@@ -67,6 +67,15 @@ class TestKey(base.TestCase):
         self.assertNotEqual(key, page_bodies.key(_request(), 'project', rows))
         self.flags(max_limit=2, group='api')
         self.assertNotEqual(key, self._key(rows))
+        self.flags(max_limit=1000, group='api')
+        self.assertEqual(key, self._key(rows))
+        self.flags(compute_link_prefix='https://proxy/', group='api')
+        self.assertNotEqual(key, self._key(rows))
+
+    def test_a_key_is_small_whatever_the_page(self):
+        # A thousand rows' worth of text would be some 100 kB.
+        rows = [_row('u%d' % n) for n in range(1000)]
+        self.assertLess(len(repr(self._key(rows))), 1000)
 
     def test_what_the_body_does_not_show_does_not(self):
         # Nova's view of a list without details reads the uuid and name;
