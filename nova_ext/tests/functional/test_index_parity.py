@@ -438,7 +438,8 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
     MICROVERSION_REQUESTS = RENDERED_MICROVERSION_REQUESTS
     # A list without details is read by TestFastRenderParity's narrowed
     # query, which compares it with every filter; its documents' keys are
-    # compared in test_lists_come_from_the_cache.
+    # compared in test_lists_come_from_the_cache, and its kept bodies with
+    # every filter in test_filters_without_details_from_the_kept_bodies.
     FILTER_PATHS = ('servers/detail',)
     FILTER_CALLERS = TestFastRenderParity.FILTER_CALLERS
     # The cache's list query is TestFastRenderParity's narrowed one.
@@ -729,6 +730,61 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
                       [{'id': s['id'], 'name': s['name']}
                        for s in self._get(self.admin_api,
                                           uris[0]).json()['servers']])
+
+    def test_filters_without_details_from_the_kept_bodies(self):
+        # Every filter, as every caller: the second GET /servers is a kept
+        # body, and Nova's.
+        bodies = page_bodies.cache(ext_conf.CONF)
+        for api in [getattr(self, name) for name in self.FILTER_CALLERS]:
+            for query in self._filters():
+                if isinstance(query, tuple):
+                    # Nova answers these itself, before it lists.
+                    continue
+                uri = 'servers' + ('?' + query if query else '')
+                self._get(api, uri)
+                hits = bodies.hits
+                before = self.selector.stats.snapshot()['rendered']
+                TestIndexParity.assertSameAnswer(self, api, uri)
+                if self.selector.stats.snapshot()['rendered'] == before:
+                    # Nova renders it (an IP address filter, fastpath).
+                    continue
+                self.assertEqual(hits + 1, bodies.hits,
+                                 '%s as %s' % (uri, api.auth_user))
+
+    def test_a_kept_body_is_for_its_host_and_scheme(self):
+        # Nova's links are made of the request's host and scheme: a body
+        # kept for one is not another's. The scheme a proxy forwards, as
+        # a deployment behind TLS termination has Nova read it.
+        self.flags(enable_proxy_headers_parsing=True,
+                   group='oslo_middleware')
+        bodies = page_bodies.cache(ext_conf.CONF)
+        uri = 'servers?all_tenants=1&limit=2'
+
+        def fetch(headers):
+            # The client adds the microversion to the headers it is given.
+            return self.admin_api.api_request(
+                uri, check_response_status=[], headers=dict(headers))
+        for headers in ({}, {'Host': 'other.example.org:8774'},
+                        {'X-Forwarded-Proto': 'https'},
+                        {'Host': 'other.example.org',
+                         'X-Forwarded-Proto': 'https'}):
+            hits = bodies.hits
+            before = self.selector.stats.snapshot()
+            got = fetch(headers)
+            again = fetch(headers)
+            after = self.selector.stats.snapshot()
+            with api_entry_point.stock_instance_list():
+                want = fetch(headers)
+            self.assertEqual(200, want.status_code, headers)
+            self.assertEqual(want.content, got.content, headers)
+            self.assertEqual(want.content, again.content, headers)
+            self.assertEqual(before['served'] + 2, after['served'], headers)
+            # The first request of each host and scheme is rendered, the
+            # second is its kept body.
+            self.assertEqual(hits + 1, bodies.hits, headers)
+        links = [link['href'] for link in want.json()['servers_links']]
+        self.assertTrue(links[0].startswith('https://other.example.org/'),
+                        links)
 
     def test_a_server_never_updated_shows_the_time_of_each_request(self):
         # Nova shows a server without updated_at as updated at the time of
