@@ -320,8 +320,12 @@ def render_cached(driver, listing, records, cache):
 def _full_rows(driver, listing, uuids):
     """``{uuid: instance}`` of rows read with their joins, deleted or not."""
     context = listing.context.elevated(read_deleted='yes')
-    # The page's changes were applied before it was read.
-    records = driver.records(context, {'uuid': list(uuids)}, None, None,
+    uuids = sorted(set(uuids))
+    # The page's changes were applied before it was read. Without a limit,
+    # Nova's lister reads batch after batch until one comes back empty (a
+    # lookup of the marker, then a query, each with its joins' queries):
+    # limited to a row per uuid, it stops after the first.
+    records = driver.records(context, {'uuid': uuids}, len(uuids), None,
                              query_attrs(listing), ['uuid'], ['asc'],
                              catch_up=False)
     return {i.uuid: i for i in instances(driver, context, listing, records)}

@@ -19,6 +19,7 @@ the index (not handed back to Nova), or the comparison would prove nothing.
 
 import collections
 import gc
+import re
 import time
 from unittest import mock
 import urllib.parse
@@ -34,6 +35,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index.repair import sync
 from nova_ext.index import schema
 from nova_ext.instance_list import page_cache
+from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import page_bodies
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
@@ -730,6 +732,41 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
                       [{'id': s['id'], 'name': s['name']}
                        for s in self._get(self.admin_api,
                                           uris[0]).json()['servers']])
+
+    def test_missed_documents_are_read_in_one_query(self):
+        # The rows whose documents a page lacks are read with their joins:
+        # one query of the instances, not Nova's batch after batch until
+        # one comes back empty (a marker lookup and a query more).
+        uri = 'servers/detail?all_tenants=1'
+        self.assertSameAnswer(self.admin_api, uri, served=True)
+        for label in ('active1', 'stopped1'):
+            self.admin_api.put_server(self.servers[label]['id'], {
+                'server': {'name': 'again-' + label}})
+        self.sync_index()
+        reads, full = [], []
+        wrapped = fastpath._full_rows
+
+        def full_rows(driver, listing, uuids):
+            full.append(sorted(uuids))
+            return wrapped(driver, listing, uuids)
+
+        def executed(conn, cursor, statement, *args):
+            if full and re.search(r'\bFROM instances\b', statement):
+                reads.append(statement)
+        engine = self.index.engine
+        sa.event.listen(engine, 'before_cursor_execute', executed)
+        self.addCleanup(sa.event.remove, engine, 'before_cursor_execute',
+                        executed)
+        with mock.patch.object(fastpath, '_full_rows', full_rows):
+            got = TestIndexParity.assertSameAnswer(self, self.admin_api,
+                                                   uri, served=True)
+        self.assertEqual([sorted(self.servers[label]['id']
+                                 for label in ('active1', 'stopped1'))],
+                         full)
+        self.assertEqual(1, len(reads), [read[:120] for read in reads])
+        names = [s['name'] for s in got.json()['servers']]
+        self.assertIn('again-active1', names)
+        self.assertIn('again-stopped1', names)
 
     def test_filters_without_details_from_the_kept_bodies(self):
         # Every filter, as every caller: the second GET /servers is a kept
