@@ -34,6 +34,7 @@ uuid, a name (a down cell's server), a version or a spec digest keeps its
 page's body from being kept.
 """
 
+import array
 import hashlib
 
 from nova import conf as nova_conf
@@ -66,19 +67,33 @@ def reset():
 def key(request, project_in_url, records):
     """The key of a list's body for ``records``, or None.
 
-    The rows are kept as the BLAKE2b digest of their text (16 bytes), so
-    that a key costs little to keep and to compare whatever the page.
+    The rows are kept as a BLAKE2b digest (16 bytes), so that a key costs
+    little to keep and to compare whatever the page: of the text of their
+    uuids, names and spec digests, and of their versions, each the 8 bytes
+    of its float (written out as text, a thousand of them cost more than
+    the rest of the key).
 
     :param records: the page's rows as the driver gave them, before they
         are rendered.
     """
-    digest = hashlib.blake2b(digest_size=16)
+    uuids, names, versions, specs = [], [], [], []
     for record in records:
-        row = (record.get('uuid'), record.get('display_name'),
-               record.get(narrow.VERSION), record.get(narrow.SPEC))
-        if None in row:
+        uuid, name = record.get('uuid'), record.get('display_name')
+        version, spec = record.get(narrow.VERSION), record.get(narrow.SPEC)
+        if uuid is None or name is None or version is None or spec is None:
             return None
-        digest.update(repr(row).encode('utf-8'))
+        uuids.append(uuid)
+        names.append(name)
+        versions.append(version)
+        specs.append(spec)
+    digest = hashlib.blake2b(repr((uuids, names, specs)).encode('utf-8'),
+                             digest_size=16)
+    if all(type(version) is float for version in versions):
+        digest.update(b'd')
+        digest.update(array.array('d', versions).tobytes())
+    else:
+        digest.update(b'r')
+        digest.update(repr(versions).encode('utf-8'))
     return (render_cache.request_key(request, project_in_url),
             request.url, CONF.api.max_limit, len(records), digest.digest())
 

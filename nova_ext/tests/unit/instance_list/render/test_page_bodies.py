@@ -58,6 +58,8 @@ class TestKey(base.TestCase):
                       [_row('u1')],
                       [_row('u1'), _row('u2', name='renamed')],
                       [_row('u1'), _row('u2', version=2.5)],
+                      [_row('u1'), _row('u2', version=1.5 + 1e-12)],
+                      [_row('u1'), _row('u2', version=2)],
                       [_row('u1'), _row('u2', spec='e' * 20)]):
             self.assertNotEqual(key, self._key(other))
         for request in ({'url': 'http://api/v2.1/servers?limit=3'},
@@ -71,6 +73,22 @@ class TestKey(base.TestCase):
         self.assertEqual(key, self._key(rows))
         self.flags(compute_link_prefix='https://proxy/', group='api')
         self.assertNotEqual(key, self._key(rows))
+
+    def test_where_one_part_ends_and_the_next_begins(self):
+        self.assertNotEqual(self._key([_row('u1', name='ab')]),
+                            self._key([_row('u1a', name='b')]))
+        self.assertNotEqual(self._key([_row('u1', name='a', spec='bc')]),
+                            self._key([_row('u1', name='ab', spec='c')]))
+
+    def test_versions_other_than_floats_tell_keys_apart(self):
+        # A backend that gives the version as another type (an int, a
+        # Decimal): written out as text.
+        rows = [_row('u1', version=2), _row('u2', version=3)]
+        self.assertEqual(self._key(rows), self._key([dict(r) for r in rows]))
+        self.assertNotEqual(self._key(rows), self._key(
+            [_row('u1', version=2), _row('u2', version=4)]))
+        self.assertNotEqual(self._key(rows), self._key(
+            [_row('u1', version=2.0), _row('u2', version=3.0)]))
 
     def test_a_key_is_small_whatever_the_page(self):
         # A thousand rows' worth of text would be some 100 kB.
