@@ -162,16 +162,29 @@ def before_commit(conn):
         conn.execute(sa.delete(log).where(log.c.generation <= now - KEPT))
 
 
+def _current(name):
+    table = schema.GENERATION
+    return (sa.select(table.c[name]).where(table.c.id == 1)
+            .scalar_subquery())
+
+
+# Built once: every list request reads them, and a statement kept keeps
+# its cache key, which SQLAlchemy would otherwise compute for each.
+_READ = sa.select(schema.GENERATION.c.generation,
+                  schema.GENERATION.c.token).where(
+                      schema.GENERATION.c.id == 1)
+_SETTLED = sa.select(sa.exists().select_from(schema.PENDING),
+                     _current('generation'), _current('token'))
+
+
 def read(engine):
     """The generation now, ``(generation, token)``; None if unknown.
 
     Read before a list's query, which then sees this state or a later one.
     """
-    table = schema.GENERATION
     try:
         with engine.connect() as conn:
-            row = conn.execute(sa.select(table.c.generation, table.c.token)
-                               .where(table.c.id == 1)).first()
+            row = conn.execute(_READ).first()
     except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
         LOG.debug('nova_ext index generation unread: %s', e)
         return None
@@ -188,16 +201,8 @@ def settled(engine):
     waiting needs no :func:`read` of its own. The generation is None if
     unknown; what the database refuses is raised.
     """
-    table = schema.GENERATION
-
-    def column(name):
-        return (sa.select(table.c[name]).where(table.c.id == 1)
-                .scalar_subquery())
-
     with engine.connect() as conn:
-        waiting, now, token = conn.execute(sa.select(
-            sa.exists().select_from(schema.PENDING),
-            column('generation'), column('token'))).one()
+        waiting, now, token = conn.execute(_SETTLED).one()
     return bool(waiting), None if now is None else (now, token)
 
 
