@@ -906,6 +906,37 @@ class TestIndexWithBuildRequests(IndexTestCase):
                     'servers/detail?marker=%s&limit=1' % pending_ids[1]):
             self.assertSameAnswer(self.admin_api, uri)
 
+    def test_build_requests_of_each_project(self):
+        # A project's own build request, as its member sees it, and
+        # another project's, which its member's list does not read.
+        self._create_server(host='compute1-1', networks='none')
+        other = population.other_project_api(self)
+        self._create_server(networks='none', api=other)
+        self.stub_out('nova.conductor.api.ComputeTaskAPI.'
+                      'schedule_and_build_instances',
+                      lambda *args, **kwargs: None)
+        pending = self._create_server(
+            name='pending', networks='none', expected_state='BUILD',
+            api=self.api)['id']
+        self.build_request_ids.add(pending)
+        self.sync_index()
+        for api, shown in ((self.api, True), (other, False),
+                           (self.admin_api, True)):
+            for path in ('servers', 'servers/detail'):
+                got = self.assertSameAnswer(api, path).json()
+                self.assertEqual(shown, pending in {
+                    s['id'] for s in got['servers']}, (api.auth_user, path))
+        got = self.assertSameAnswer(
+            self.admin_api, 'servers?all_tenants=1').json()
+        self.assertEqual(pending, got['servers'][0]['id'])
+        # Nova's lookup of the build requests refuses more sort directions
+        # than keys, where there are some to read; with none (as the other
+        # project's member lists), so does the index's query: Nova answers.
+        for api in (self.api, other):
+            self.assertSameAnswer(
+                api, 'servers?sort_key=display_name&sort_dir=asc&'
+                'sort_dir=desc', served=False)
+
 
 class TestFastRenderWithBuildRequests(TestIndexWithBuildRequests):
     """Pages with build requests are rendered by Nova, the others by us."""
