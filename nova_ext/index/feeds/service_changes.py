@@ -66,6 +66,11 @@ def _bump(conn, hosts):
         generation=CHANGES.c.generation + 1))
 
 
+# Built once: every detailed list with host_status reads it.
+_GENERATIONS = sa.select(CHANGES.c.host, CHANGES.c.generation).where(
+    CHANGES.c.host.in_(sa.bindparam('hosts', expanding=True)))
+
+
 def generations(engine, hosts):
     """``{host: generation}``; a host never changed is at 0."""
     hosts = sorted(set(hosts))
@@ -73,7 +78,5 @@ def generations(engine, hosts):
     if not hosts:
         return found
     with engine.connect() as conn:
-        found.update(conn.execute(
-            sa.select(CHANGES.c.host, CHANGES.c.generation).where(
-                CHANGES.c.host.in_(hosts))).all())
+        found.update(conn.execute(_GENERATIONS, {'hosts': hosts}).all())
     return found

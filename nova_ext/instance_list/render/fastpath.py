@@ -69,6 +69,13 @@ def db_filters(context, search_opts):
     return filters
 
 
+_BUILD_REQUESTS = api_models.BuildRequest.__table__
+# Built once, as every rendered list asks one of them.
+_ANY_BUILD_REQUEST = sa.select(sa.exists().select_from(_BUILD_REQUESTS))
+_ANY_OF_PROJECT = sa.select(sa.exists().where(
+    _BUILD_REQUESTS.c.project_id == sa.bindparam('project_id')))
+
+
 @api_db.reader
 def _any_build_request(context):
     """Whether ``BuildRequestList.get_all(context)`` would read a row.
@@ -76,11 +83,10 @@ def _any_build_request(context):
     The same rows (all of them for an admin context, else the context's
     project's), as one ``EXISTS``: the build requests are not built.
     """
-    table = api_models.BuildRequest.__table__
-    query = sa.exists().select_from(table)
-    if not context.is_admin:
-        query = query.where(table.c.project_id == context.project_id)
-    return context.session.execute(sa.select(query)).scalar()
+    if context.is_admin:
+        return context.session.execute(_ANY_BUILD_REQUEST).scalar()
+    return context.session.execute(
+        _ANY_OF_PROJECT, {'project_id': context.project_id}).scalar()
 
 
 def check_build_requests(context, filters, listing):
