@@ -25,8 +25,13 @@ is written whole, as Nova writes it.
 """
 
 import json
+import operator
 
 from oslo_serialization import jsonutils
+
+# jsonutils.dumps, which makes an encoder per call (json.dumps keeps one
+# only for its default arguments): the same encoder, made once.
+_dumps = json.JSONEncoder(default=jsonutils.to_primitive).encode
 
 
 class Kept(dict):
@@ -80,33 +85,34 @@ def dumps(body):
 
 def _value(value, written):
     if type(value) is not list:
-        return jsonutils.dumps(value)
+        return _dumps(value)
     return '[%s]' % ', '.join(
         _shown(item, written) if type(item) is Shown
-        else jsonutils.dumps(item) for item in value)
+        else _dumps(item) for item in value)
 
 
 def _shown(doc, written):
     kept = doc.kept
     if type(kept) is not Kept or not kept or len(doc) < len(kept):
-        return jsonutils.dumps(doc)
+        return _dumps(doc)
     text = kept.text
     if text is None:
         # Written by one request or by several at once: the same text.
-        text = kept.text = jsonutils.dumps(kept)
-    items = iter(doc.items())
-    # zip() stops at the end of the kept keys without taking one more.
-    for (name, value), (key, shown) in zip(kept.items(), items):
-        if key != name or shown is not value:
-            return jsonutils.dumps(doc)
-    added = list(items)
-    if not added:
+        text = kept.text = _dumps(kept)
+    count = len(kept)
+    keys = list(doc)
+    # The kept keys first, in their order, each with the kept value itself.
+    if (keys[:count] != list(kept) or
+            not all(map(operator.is_, doc.values(), kept.values()))):
+        return _dumps(doc)
+    if len(keys) == count:
         return text
-    if not all(type(key) is str for key, _ in added):
-        return jsonutils.dumps(doc)
+    added = keys[count:]
+    if not all(type(key) is str for key in added):
+        return _dumps(doc)
     return '%s%s}' % (text[:-1], ''.join(
-        ', %s: %s' % (json.dumps(key), _added(value, written))
-        for key, value in added))
+        ', %s: %s' % (json.dumps(key), _added(doc[key], written))
+        for key in added))
 
 
 def _added(value, written):
@@ -115,5 +121,5 @@ def _added(value, written):
     # live as long as the body, so their ids are theirs throughout.
     text = written.get(id(value))
     if text is None:
-        text = written[id(value)] = jsonutils.dumps(value)
+        text = written[id(value)] = _dumps(value)
     return text

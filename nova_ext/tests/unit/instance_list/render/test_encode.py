@@ -81,7 +81,12 @@ class TestDumps(base.TestCase):
         moved.pop('id')
         moved['id'] = 'u1'
         keyed[5] = 'not text'
-        for doc in (replaced, removed, moved):
+        # The last key renamed, its value the same object: only the names
+        # tell it from the kept document.
+        renamed = encode.Shown(kept)
+        last = list(kept)[-1]
+        renamed['renamed'] = renamed.pop(last)
+        for doc in (replaced, removed, moved, renamed):
             self.assertNotIn('STALE!', self.assertNovas({'servers': [doc]}))
         self.assertEqual(jsonutils.dumps({'servers': [keyed]}),
                          encode.dumps({'servers': [keyed]}))
@@ -93,6 +98,18 @@ class TestDumps(base.TestCase):
             doc['security_groups'] = groups
         docs[2]['security_groups'] = [{'name': 'other'}]
         self.assertNovas({'servers': docs})
+
+    def test_added_values_written_as_nova_writes_them(self):
+        # Values JSON has no type for, written by to_primitive, and text
+        # JSON escapes, in what a page adds and in documents not kept.
+        kept = _kept()
+        shown = encode.Shown(kept)
+        shown['host_status'] = 'UP \u2603 "q"'
+        shown['when'] = datetime.datetime(2026, 1, 2, 3, 4, 5, 6)
+        shown['many'] = (1, 2.5, None, True)
+        self.assertNovas({'servers': [shown, {
+            'id': 'plain', 'at': datetime.datetime(2026, 1, 2),
+            'nan': float('nan')}], 'n': 1.0})
 
     def test_kept_is_not_a_copy_of_a_page(self):
         kept = _kept()
