@@ -25,8 +25,9 @@ any later request that would hand ``show`` the same inputs:
   the caller is an administrator (fault details), every ``show_*`` flag
   Nova's list view passes (policy decisions included);
 - what ``show`` reads beside the row: the server's availability zone
-  (aggregates), its volumes, and its request spec's pinned availability
-  zone and scheduler hints;
+  (aggregates; once per page for each host and zone of the row), its
+  volumes, and its request spec's pinned availability zone and scheduler
+  hints;
 - the options ``show`` reads.
 
 What Nova adds to the documents of a page afterwards (``host_status``,
@@ -48,6 +49,7 @@ from oslo_serialization import jsonutils
 
 from nova_ext.instance_list import lru
 from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import rows
 
 CONF = nova_conf.CONF
 
@@ -95,15 +97,19 @@ def request_key(request, project_in_url):
             bool(getattr(context, 'is_admin', False)), _options())
 
 
-def key(request_part, context, instance, kwargs):
+def key(request_part, context, instance, kwargs, zones=None):
     """The key of ``show(request, instance, **kwargs)``, or None.
 
     None when the row's version is unknown, or when the document holds
     the time of the request: Nova shows a server never updated (no
     ``updated_at`` yet) as updated now. Nothing is cached then.
+
+    :param zones: a dict shared by the keys of one page, in which the
+        availability zone of each host (and zone of the row, which Nova's
+        lookup compares with it) is looked up once.
     """
     version = getattr(instance, 'render_version', None)
-    if version is None or instance.get('updated_at') is None:
+    if version is None or rows.unset(instance, 'updated_at'):
         return None
     volumes = kwargs.get('bdms') or {}
     volumes = tuple((b['volume_id'], b['delete_on_termination'])
@@ -111,11 +117,25 @@ def key(request_part, context, instance, kwargs):
     # The request spec's zone and hints (a dict of lists of strings), or
     # the view's markers of their absence: repr tells any two apart.
     return (request_part, instance.uuid, version,
-            tuple(kwargs.get(f) for f in _FLAGS),
-            availability_zones.get_instance_availability_zone(
-                context, instance),
+            tuple(map(kwargs.get, _FLAGS)),
+            _zone(context, instance, zones),
             volumes, repr(kwargs.get('provided_az')),
             repr(kwargs.get('provided_sched_hints')))
+
+
+def _zone(context, instance, zones):
+    """Nova's availability zone of ``instance``, once per page per input."""
+    if zones is None:
+        return availability_zones.get_instance_availability_zone(
+            context, instance)
+    # All Nova's lookup reads of the instance.
+    read = (instance.get('host'), instance.get('availability_zone'))
+    zone = zones.get(read, zones)
+    if zone is zones:
+        zone = zones[read] = (
+            availability_zones.get_instance_availability_zone(
+                context, instance))
+    return zone
 
 
 def listed_key(request_part, instance):

@@ -87,6 +87,20 @@ def _check_refusable(uuid, raw):
         _TAKEN.add((name, value))
 
 
+def unset(instance, name):
+    """Whether ``instance.get(name)`` is None, not loading its value.
+
+    For a column of an :class:`IndexedInstance` whose coercion waits for
+    its first read: a stored value is never coerced to None.
+    """
+    if type(instance) is IndexedInstance:
+        values = instance.__dict__
+        if name in values:
+            return values[name] is None
+        return instance._raw.get(name) is None
+    return instance.get(name) is None
+
+
 def _deleted(row):
     # As Instance._from_db_object: Nova soft-deletes by writing the row's id.
     return row['deleted'] == row['id']

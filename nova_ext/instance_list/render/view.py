@@ -87,6 +87,7 @@ class PageRender(object):
         #: The uuids rendered again (the first pass's missed), or None.
         self.redo = None
         self._found = {}
+        self._zones = {}
 
     def again(self):
         """Before the page is rendered again: render the missed only."""
@@ -96,7 +97,8 @@ class PageRender(object):
         if self.redo is not None and instance.uuid not in self.redo:
             return {'server': self._found[instance.uuid]}
         context = request.environ['nova.context']
-        key = render_cache.key(self.request_part, context, instance, kwargs)
+        key = render_cache.key(self.request_part, context, instance, kwargs,
+                               self._zones)
         if key is not None:
             doc = self.cache.get(key)
             if doc is not None:

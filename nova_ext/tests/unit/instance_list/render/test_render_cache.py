@@ -88,6 +88,44 @@ class TestKey(base.TestCase):
         # Nova shows the time of each request as its "updated".
         self.assertIsNone(self.key(_instance(updated_at=None)))
 
+    def test_a_page_looks_up_each_zone_once(self):
+        # Servers not on a host: Nova's lookup gives the row's zone.
+        zones = {}
+        instances = [_instance(availability_zone=az)
+                     for az in ('az1', 'az2', 'az1', None)]
+        for instance in instances:
+            self.assertEqual(
+                self.key(instance),
+                render_cache.key(('2.100',), None, instance, _kwargs(),
+                                 zones))
+        self.assertEqual({(None, 'az1'): 'az1', (None, 'az2'): 'az2',
+                          (None, None): None}, zones)
+        # The zone found for a host and row zone is the page's answer.
+        zones[(None, 'az1')] = 'found'
+        self.assertEqual('found', render_cache.key(
+            ('2.100',), None, instances[0], _kwargs(), zones)[4])
+
+
+class TestUnset(base.TestCase):
+
+    def test_as_get_without_loading(self):
+        for value in (None, datetime.datetime(2026, 1, 2)):
+            instance = _instance(updated_at=value)
+            self.assertEqual(value is None,
+                             rows.unset(instance, 'updated_at'))
+            # Not coerced by the question; the same answer once it is.
+            self.assertNotIn('updated_at', vars(instance))
+            instance.get('updated_at')
+            self.assertIn('updated_at', vars(instance))
+            self.assertEqual(value is None,
+                             rows.unset(instance, 'updated_at'))
+        instance = _instance()
+        del instance._raw['updated_at']
+        self.assertIsNone(instance.get('updated_at'))
+        self.assertTrue(rows.unset(instance, 'updated_at'))
+        self.assertTrue(rows.unset({'updated_at': None}, 'updated_at'))
+        self.assertFalse(rows.unset({'updated_at': 1}, 'updated_at'))
+
 
 class TestListedKey(base.TestCase):
 
