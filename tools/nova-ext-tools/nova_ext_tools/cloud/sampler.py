@@ -42,7 +42,10 @@ def _frames(frame):
         else:
             top = path.find('/nova_ext/')
             path = path[top + 1:] if top >= 0 else os.path.basename(path)
-        stack.append('%s (%s:%d)' % (code.co_qualname, path, frame.f_lineno))
+        # A frame between two lines (a generator's first step) has none:
+        # 0, as py-spy writes it.
+        stack.append('%s (%s:%d)' % (code.co_qualname, path,
+                                     frame.f_lineno or 0))
         frame = frame.f_back
     return ';'.join(reversed(stack))
 

@@ -1,0 +1,42 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The request sampler's collapsed stacks."""
+
+import sys
+import types
+
+from nova_ext.tests.unit import base
+
+from nova_ext_tools.cloud import sampler
+
+
+class TestFrames(base.TestCase):
+
+    def test_outermost_first_with_lines(self):
+        frame = sys._getframe()
+        # The frame's line as it is sampled: this one's.
+        stack, line = sampler._frames(frame).split(';'), frame.f_lineno
+        self.assertEqual('TestFrames.test_outermost_first_with_lines '
+                         '(test_cloud_sampler.py:%d)' % line, stack[-1])
+        self.assertGreater(len(stack), 1)
+
+    def test_a_frame_without_a_line(self):
+        # What sys._current_frames() can give of a frame between two
+        # lines: its line is None.
+        code = sys._getframe().f_code
+        frame = types.SimpleNamespace(f_code=code, f_lineno=None,
+                                      f_back=sys._getframe())
+        stack = sampler._frames(frame).split(';')
+        self.assertEqual('TestFrames.test_a_frame_without_a_line '
+                         '(test_cloud_sampler.py:0)',
+                         stack[-1])
