@@ -97,7 +97,7 @@ def request_key(request, project_in_url):
             bool(getattr(context, 'is_admin', False)), _options())
 
 
-def key(request_part, context, instance, kwargs, zones=None):
+def key(request_part, context, instance, kwargs, zones):
     """The key of ``show(request, instance, **kwargs)``, or None.
 
     None when the row's version is unknown, or when the document holds
@@ -106,7 +106,8 @@ def key(request_part, context, instance, kwargs, zones=None):
 
     :param zones: a dict shared by the keys of one page, in which the
         availability zone of each host (and zone of the row, which Nova's
-        lookup compares with it) is looked up once.
+        lookup compares with it) is looked up once; an empty one asks
+        Nova's lookup for this key alone.
     """
     version = getattr(instance, 'render_version', None)
     if version is None or rows.unset(instance, 'updated_at'):
@@ -125,9 +126,6 @@ def key(request_part, context, instance, kwargs, zones=None):
 
 def _zone(context, instance, zones):
     """Nova's availability zone of ``instance``, once per page per input."""
-    if zones is None:
-        return availability_zones.get_instance_availability_zone(
-            context, instance)
     # All Nova's lookup reads of the instance.
     read = (instance.get('host'), instance.get('availability_zone'))
     zone = zones.get(read, zones)

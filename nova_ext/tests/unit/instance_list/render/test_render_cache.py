@@ -51,7 +51,7 @@ class TestKey(base.TestCase):
 
     def key(self, instance=None, **kwargs):
         return render_cache.key(('2.100',), None, instance or _instance(),
-                                _kwargs(**kwargs))
+                                _kwargs(**kwargs), {})
 
     def test_same_inputs_same_key(self):
         self.assertEqual(self.key(provided_sched_hints={'a': ['1']}),
