@@ -76,7 +76,7 @@ def dumps(body):
     if type(body) is Written:
         return body.text
     if type(body) is not dict or not all(type(k) is str for k in body):
-        return jsonutils.dumps(body)
+        return _dumps(body)
     written = {}
     return '{%s}' % ', '.join(
         '%s: %s' % (json.dumps(name), _value(value, written))
