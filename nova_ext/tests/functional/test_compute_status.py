@@ -50,6 +50,18 @@ class _ComputeStatusBase(base.NovaExtTestCase):
 
     def setUp(self):
         super().setUp()
+        # The harness's conductor and scheduler report their state with
+        # contexts targeted at no cell, so each heartbeat goes to whichever
+        # cell another thread has targeted at that moment (Nova's
+        # CellDatabases fixture): there their service ids (1 and 2, in
+        # cell1) are compute2-1's and compute2-2's, which are then up again
+        # at the frozen time, stopped or not. No service of a cloud writes
+        # another's row, and nothing here needs their heartbeats.
+        for service in (self.conductor, self.scheduler):
+            timers = list(service.tg.timers)
+            service.tg.stop_timers()
+            for timer in timers:
+                timer.wait()
         self.t0 = timeutils.utcnow()
         timeutils.set_time_override(self.t0)
         self.addCleanup(timeutils.clear_time_override)
