@@ -255,6 +255,11 @@ def _add_cloud(subparsers):
     parser.add_argument('--requests', type=_at_least(1), default=5,
                         help='requests per client in a phase of nova_ext '
                              'or the floor (default 5)')
+    parser.add_argument('--tail-requests', type=_at_least(1), default=200,
+                        help='requests of a phase of nova_ext at least, '
+                             'its clients sending more than --requests '
+                             'each where needed, so that its p99 is not '
+                             'its slowest request (default 200)')
     parser.add_argument('--stock-requests', type=_at_least(1), default=1,
                         help='requests per client in a stock phase '
                              '(default 1)')

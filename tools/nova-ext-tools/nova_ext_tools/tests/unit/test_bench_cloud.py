@@ -21,10 +21,12 @@ import webob
 from nova_ext.index.upkeep import exporter
 from nova_ext.tests.unit import base
 
+from nova_ext_tools.bench import cloudbench
 from nova_ext_tools.bench import cloudload
 from nova_ext_tools.bench import cloudprofile
 from nova_ext_tools.cloud import floor
 from nova_ext_tools.cloud import novaext
+from nova_ext_tools.cmd import bench as bench_cmd
 
 
 class TestPercentile(base.TestCase):
@@ -37,6 +39,37 @@ class TestPercentile(base.TestCase):
         # Few samples: the p99 is the slowest.
         self.assertEqual(9, cloudload.percentile([9, 1, 5], 0.99))
         self.assertIsNone(cloudload.percentile([], 0.5))
+
+
+class TestPhases(base.TestCase):
+
+    def _per_client(self, api, clients, *argv):
+        args = bench_cmd.parse_args(['cloud'] + list(argv))
+        return cloudbench.per_client(args, api, clients)
+
+    def test_nova_ext_phases_make_enough_requests_for_a_p99(self):
+        argv = ('--requests', '10', '--stock-requests', '2')
+        self.assertEqual([200, 50, 25, 67],
+                         [self._per_client(cloudbench.NOVA_EXT, clients,
+                                           *argv)
+                          for clients in (1, 4, 8, 3)])
+        self.assertEqual(2, self._per_client(cloudbench.STOCK, 8, *argv))
+        for api in (cloudbench.FLOOR_PAGE, cloudbench.FLOOR_EMPTY):
+            self.assertEqual(10, self._per_client(api, 1, *argv))
+
+    def test_requests_per_client_above_the_tail_are_kept(self):
+        argv = ('--requests', '30', '--tail-requests', '100')
+        self.assertEqual([100, 30],
+                         [self._per_client(cloudbench.NOVA_EXT, clients,
+                                           *argv)
+                          for clients in (1, 4)])
+
+    def test_summary_keeps_the_slowest(self):
+        # Of 201 samples, the p99 is the 199th: neither of the two slowest.
+        got = cloudbench._summary([0.01] * 199 + [0.5, 0.02], [2.0], [])
+        self.assertEqual(10.0, got['p99_ms'])
+        self.assertEqual(500.0, got['max_ms'])
+        self.assertEqual(201, got['requests'])
 
 
 class TestCounters(base.TestCase):
