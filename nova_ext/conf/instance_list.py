@@ -111,6 +111,28 @@ the changes recorded but not applied yet, the marker's instance mapping)
 is still read by every request. A page of a
 thousand servers takes about a megabyte. Read when nova-api starts.
 """),
+    cfg.IntOpt(
+        'detail_body_cache_size',
+        default=0,
+        min=0,
+        help="""
+With ``fast_render`` and ``render_cache_size``, how many written bodies of
+``GET /servers/detail`` each nova-api process keeps. 0 keeps none.
+
+A detailed body is kept under what Nova's view reads to make it, each
+read by the request as Nova's view would: the request's shape (URL,
+microversion, the caller's policy decisions), and of each server of the
+page its index row's version, its request spec (its digest, and the
+pinned zone and hints the view is given), availability zone and
+volumes, its ``host_status`` (with the times of its host's service) and
+its security groups. A request that reads the same is answered with the
+kept text, without a server rendered or written; anything else, a server
+changed or a host gone down among them, renders the page as before. No
+body is kept while ``neutron_requests_at_once`` is 1 without
+``neutron_feed_url`` (Nova's view then asks Neutron itself). A body
+takes about 2 kilobytes a server: 2 MB for a page of a thousand. Read
+when nova-api starts.
+"""),
     cfg.BoolOpt(
         'gc_freeze',
         default=False,

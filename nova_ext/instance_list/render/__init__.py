@@ -27,6 +27,7 @@ from nova.api.openstack import wsgi as nova_wsgi
 from nova_ext import exception
 from nova_ext.instance_list import base
 from nova_ext.instance_list.render import controller
+from nova_ext.instance_list.render import detail_bodies
 from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import loadable
@@ -143,7 +144,9 @@ def _body(conf, selector, listing):
         return page_bodies.body(page_bodies.cache(conf), kept, render)
     with view.groups_from(lookup):
         if listing.detail and cache is not None:
-            return fastpath.render_cached(driver, listing, records, cache)
+            return fastpath.render_cached(
+                driver, listing, records, cache,
+                bodies=detail_bodies.cache(conf), groups=lookup)
         page = fastpath.instances(driver, ctx, listing, records)
         return fastpath.render_listed(driver, listing, page, cache)
 

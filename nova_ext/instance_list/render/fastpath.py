@@ -24,6 +24,7 @@ info).
 
 import collections
 import contextlib
+import functools
 
 from nova.api.openstack import api_version_request
 from nova.db.api import models as api_models
@@ -33,6 +34,7 @@ import sqlalchemy as sa
 
 from nova_ext import exception
 from nova_ext.instance_list import base
+from nova_ext.instance_list.render import detail_bodies
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list.render import rows
@@ -187,16 +189,26 @@ def _render(driver, view_builder, listing, page, volumes):
         return view_builder.index(listing.request, page,
                                   cell_down_support=cell_down_support)
     if _shows_host_status(view_builder, listing):
-        # Rows a first pass of the page gave services keep them.
-        lacking = [inst for inst in page if 'services' not in inst]
-        if lacking:
-            driver.fill_services(listing.context, lacking,
-                                 lambda inst: inst.cell_id)
+        _fill_services(driver, listing, page)
     if volumes is None:
         volumes = PageVolumes(driver)
     with view.volumes_from(volumes):
         return view_builder.detail(listing.request, page,
                                    cell_down_support=cell_down_support)
+
+
+def _fill_services(driver, listing, page):
+    # Rows a first pass of the page gave services keep them.
+    lacking = [inst for inst in page if 'services' not in inst]
+    if lacking:
+        driver.fill_services(listing.context, lacking,
+                             lambda inst: inst.cell_id)
+
+
+def _page_specs(driver, page, context, uuids):
+    """The specs Nova's view reads for ``uuids`` of ``page``."""
+    with request_specs.digests_from(_spec_digests(driver, page)):
+        return request_specs.get_by_instance_uuids(context, uuids)
 
 
 def _spec_digests(driver, page):
@@ -301,12 +313,18 @@ def _page_render(cache, listing):
         environ.pop(view.RENDER, None)
 
 
-def render_cached(driver, listing, records, cache):
+def render_cached(driver, listing, records, cache, bodies=None,
+                  groups=None):
     """A detailed page, its documents from ``cache`` where they are.
 
     ``records`` are the page's rows read without their joins. The page is
     rendered once; rows whose documents were missing are then read in full
     and the page rendered again, those rows by Nova's view.
+
+    :param bodies: ``detail_bodies.cache``'s, or None: with it, a body kept
+        for the page's reads is the answer, and a page whose documents
+        were all cached is kept.
+    :param groups: the page's security groups (``security_groups.start``).
     """
     context = listing.context
     page = instances(driver, context, listing, records, full=False)
@@ -320,11 +338,21 @@ def render_cached(driver, listing, records, cache):
         instance.render_version = versions.get(instance.uuid)
     builder = view.builder()
     volumes = PageVolumes(driver)
-    with _page_render(cache, listing) as render:
+    if bodies is not None and _shows_host_status(builder, listing):
+        _fill_services(driver, listing, page)
+    with _page_render(cache, listing) as render, request_specs.given():
+        kept = None
+        if bodies is not None:
+            kept = detail_bodies.PageBody(
+                bodies, builder, listing, page, render, volumes, groups,
+                functools.partial(_page_specs, driver, page))
+            body = kept.kept()
+            if body is not None:
+                return body
         body = render_or_hand(driver, builder, listing, page,
                               volumes=volumes)
         if not render.missed:
-            return body
+            return body if kept is None else kept.keep(body)
         full = _full_rows(driver, listing, render.missed)
         for n, instance in enumerate(page):
             again = full.get(instance.uuid)

@@ -119,12 +119,12 @@ def key(request_part, context, instance, kwargs, zones):
     # the view's markers of their absence: repr tells any two apart.
     return (request_part, instance.uuid, version,
             tuple(map(kwargs.get, _FLAGS)),
-            _zone(context, instance, zones),
+            zone(context, instance, zones),
             volumes, repr(kwargs.get('provided_az')),
             repr(kwargs.get('provided_sched_hints')))
 
 
-def _zone(context, instance, zones):
+def zone(context, instance, zones):
     """Nova's availability zone of ``instance``, once per page per input."""
     # All Nova's lookup reads of the instance.
     read = (instance.get('host'), instance.get('availability_zone'))

@@ -120,6 +120,9 @@ def _digests(context, instance_uuids):
 
 _DIGESTS = contextvars.ContextVar('nova_ext_request_spec_digests',
                                   default=None)
+# The answers given while given(): {(context id, uuids, only): specs}.
+_GIVEN = contextvars.ContextVar('nova_ext_request_specs_given',
+                                default=None)
 #: The digest the index keeps of a server without a spec.
 _NO_SPEC = writer.spec_digest(None)
 
@@ -261,11 +264,36 @@ def _specs(context, instance_uuids):
 
 
 def get_by_instance_uuids(context, instance_uuids):
-    """As ``RequestSpec.get_by_instance_uuids``, for the server view."""
+    """As ``RequestSpec.get_by_instance_uuids``, for the server view.
+
+    Within :func:`given`, the same servers asked again get the same
+    answer.
+    """
+    given = _GIVEN.get()
+    asked = (id(context), tuple(instance_uuids), _ONLY.get())
+    if given is not None and asked in given:
+        return given[asked]
     specs, left = _specs(context, instance_uuids)
     if left:
         specs.extend(objects.RequestSpec.get_by_instance_uuids(context, left))
+    if given is not None:
+        given[asked] = specs
     return specs
+
+
+@contextlib.contextmanager
+def given():
+    """Within, a page's specs are read once, whoever asks.
+
+    For a page whose kept body is looked for with the specs its view then
+    shows (``detail_bodies``): Nova builds some specs itself (a server
+    group, which it reads again each time), so that two builds may differ.
+    """
+    token = _GIVEN.set({})
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)
 
 
 def check(context, instance_uuids):

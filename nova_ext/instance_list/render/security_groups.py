@@ -73,19 +73,30 @@ class _PageGroups(object):
     def __init__(self, context, uuids):
         self.context = context
         self.uuids = list(uuids)
+        self._given = None
 
     def bindings(self, context, servers):
         """Nova's ``{server uuid: [group]}`` for ``servers``' documents.
 
         This page's answer, when these are its servers and ``context`` its
         request's; otherwise Neutron is asked for theirs now, as Nova asks.
+        The page's answer is the same each time it is given: the one its
+        kept body is looked for with (``detail_bodies``) is the one its
+        documents show.
 
         :raises: what Nova's lookup raises.
         """
         if (context is not self.context or
                 [server['id'] for server in servers] != self.uuids):
             return security_group_api.bindings(context, servers)
-        return self._answer(context, servers)
+        if self._given is None:
+            self._given = self._answer(context, servers)
+        return self._given
+
+    def page(self):
+        """This page's answer, as :meth:`bindings` gives it."""
+        return self.bindings(self.context,
+                             [{'id': uuid} for uuid in self.uuids])
 
     def _answer(self, context, servers):
         raise NotImplementedError()

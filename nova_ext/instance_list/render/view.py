@@ -87,7 +87,11 @@ class PageRender(object):
         #: The uuids rendered again (the first pass's missed), or None.
         self.redo = None
         self._found = {}
-        self._zones = {}
+        #: The availability zones of the page, asked once for each host
+        #: and zone of a row (``render_cache.zone``).
+        self.zones = {}
+        #: The flags Nova's view passed with the page's last document.
+        self.flags = None
 
     def again(self):
         """Before the page is rendered again: render the missed only."""
@@ -97,8 +101,10 @@ class PageRender(object):
         if self.redo is not None and instance.uuid not in self.redo:
             return {'server': self._found[instance.uuid]}
         context = request.environ['nova.context']
+        self.flags = (kwargs.get('show_extra_specs'),
+                      kwargs.get('show_extended_attr'))
         key = render_cache.key(self.request_part, context, instance, kwargs,
-                               self._zones)
+                               self.zones)
         if key is not None:
             doc = self.cache.get(key)
             if doc is not None:

@@ -22,7 +22,8 @@ Nova 34's line for line but for that call), whether Nova adds
 groups come from (in ``_add_security_grps``, also a copy but for that
 call). :class:`ViewBuilder` overrides those and asks its own public
 methods, which a subclass changes. What nova_ext relies on of Nova's view
-of a list without details is :data:`LIST_SHOWS_NO_SPECS`.
+of a list without details is :data:`LIST_SHOWS_NO_SPECS`; of its
+``detail``, the decisions it makes by policy (:func:`detail_decisions`).
 
 The contract test is
 ``nova_ext.tests.unit.seams.test_internals_server_views``.
@@ -33,6 +34,8 @@ from nova.api.openstack import api_version_request
 from nova.api.openstack.compute.views import servers as views_servers
 from nova import objects
 from nova.objects import virtual_interface
+from nova.policies import extended_server_attributes as esa_policies
+from nova.policies import servers as servers_policies
 
 from nova_ext.seams import internals
 from nova_ext.seams.internals import security_group_api
@@ -179,6 +182,32 @@ def host_status_unknown_only(view_builder, context):
     """
     _check()
     return view_builder._get_host_status_unknown_only(context)
+
+
+def detail_decisions(view_builder, request):
+    """What Nova's ``detail`` decides by policy for ``request``'s page.
+
+    Nova's statements: whether the documents show the flavor's extra
+    specs, whether they show the extended server attributes, and what
+    ``host_status`` they get (:func:`host_status_unknown_only`'s answer;
+    None before microversion 2.16).
+
+    :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
+    """
+    _check()
+    context = request.environ['nova.context']
+    if api_version_request.is_supported(request, '2.47'):
+        show_extra_specs = context.can(
+            servers_policies.SERVERS % 'show:flavor-extra-specs',
+            fatal=False)
+    else:
+        show_extra_specs = False
+    show_extended_attr = context.can(
+        esa_policies.BASE_POLICY_NAME, fatal=False)
+    unknown_only = None
+    if api_version_request.is_supported(request, '2.16'):
+        unknown_only = view_builder._get_host_status_unknown_only(context)
+    return show_extra_specs, show_extended_attr, unknown_only
 
 
 def project_id_in_url(view_builder, request):

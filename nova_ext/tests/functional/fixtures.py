@@ -40,6 +40,7 @@ from nova_ext.index.marks import process as index_process
 from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.instance_list import page_cache
 from nova_ext.instance_list import render
+from nova_ext.instance_list.render import detail_bodies
 from nova_ext.instance_list.render import page_bodies
 from nova_ext.instance_list.render import render_cache
 from nova_ext.notifications import dispatcher
@@ -211,6 +212,7 @@ class IndexFixture(fixtures.Fixture):
         self.addCleanup(render_cache.reset)
         self.addCleanup(page_cache.reset)
         self.addCleanup(page_bodies.reset)
+        self.addCleanup(detail_bodies.reset)
         # Runs before index_db.reset: the worker uses the engine.
         self.addCleanup(index_process.reset)
         index_migration.db_sync(CONF)

@@ -35,6 +35,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index.repair import sync
 from nova_ext.index import schema
 from nova_ext.instance_list import page_cache
+from nova_ext.instance_list.render import detail_bodies
 from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import page_bodies
 from nova_ext.instance_list.render import render_cache
@@ -419,7 +420,8 @@ class TestFastRenderParity(TestIndexParity):
 CACHED_OPTIONS = {
     'nova_ext_instance_list': {'driver': 'index', 'fast_render': True,
                                'render_cache_size': 100000,
-                               'page_cache_size': 100}}
+                               'page_cache_size': 100,
+                               'detail_body_cache_size': 100}}
 
 
 class _RenderCacheMixin(object):
@@ -463,8 +465,10 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertTrue(first.json()['servers'])
         hits, narrowed = cache.hits, nova_orm.narrowed_queries
         driver = self.selector.driver
-        # Listed again, not taken from the page cache.
+        # Listed again, not taken from the page cache, and rendered, not
+        # a body kept whole (test_detailed_bodies_come_whole).
         self.flags(page_cache_size=0, group='nova_ext_instance_list')
+        self.flags(detail_body_cache_size=0, group='nova_ext_instance_list')
         with mock.patch.object(driver, 'versions',
                                wraps=driver.versions) as versions:
             self.assertSameAnswer(self.admin_api, uri)
@@ -476,6 +480,75 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         # Nova's list query was read narrow, for both requests through the
         # index (in batches); if Nova's query changes shape, this fails.
         self.assertGreaterEqual(nova_orm.narrowed_queries - narrowed, 2)
+
+    def test_detailed_bodies_come_whole(self):
+        # An unchanged page is the text of the body kept for its reads: no
+        # document looked up. A change renders the page again, then its
+        # body is kept; each answer is Nova's.
+        bodies = detail_bodies.cache(ext_conf.CONF)
+        documents = render_cache.cache(ext_conf.CONF)
+        every = 'servers/detail?all_tenants=1'
+        # From 2.96 Nova's view reads the request specs: a page without
+        # the server whose spec Nova builds (grouped2).
+        last = every + '&sort_key=display_name&sort_dir=desc&limit=3'
+        for version, uri in (('2.1', every), ('2.95', every),
+                             ('latest', last)):
+            self.admin_api.microversion = version
+            # The documents cached, then the body kept.
+            self._get(self.admin_api, uri)
+            self._get(self.admin_api, uri)
+            for _ in range(2):
+                hits, looked_up = bodies.hits, documents.hits
+                TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
+                                                 served=True)
+                self.assertEqual(hits + 1, bodies.hits, version)
+                self.assertEqual(looked_up, documents.hits, version)
+            renamed = self.servers['active1']['id']
+            self.admin_api.put_server(
+                renamed, {'server': {'name': 'whole-' + version}})
+            self.sync_index()
+            hits = bodies.hits
+            got = TestIndexParity.assertSameAnswer(
+                self, self.admin_api, uri, served=True)
+            self.assertEqual(hits, bodies.hits, version)
+            self.assertIn('whole-' + version,
+                          [s['name'] for s in got.json()['servers']])
+            self._get(self.admin_api, uri)
+            hits = bodies.hits
+            TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
+                                             served=True)
+            self.assertEqual(hits + 1, bodies.hits, version)
+        # Nova builds grouped2's spec, reading its group again for the
+        # hints it shows: the group deleted, its hint is gone, the spec's
+        # text unchanged, and the body kept with it is not the answer.
+        for _ in range(2):
+            self._get(self.admin_api, every)
+        hits = bodies.hits
+        TestIndexParity.assertSameAnswer(self, self.admin_api, every,
+                                         served=True)
+        self.assertEqual(hits + 1, bodies.hits)
+        grouped = self.servers['grouped2']['id']
+
+        def hints(answer):
+            return [s.get('scheduler_hints') for s in answer.json()['servers']
+                    if s['id'] == grouped][0]
+        self.assertIn('group', hints(self._get(self.admin_api, every)))
+        for group in self.admin_api.api_get(
+                '/os-server-groups?all_projects=True').body['server_groups']:
+            self.admin_api.api_delete('/os-server-groups/%s' % group['id'])
+        hits = bodies.hits
+        got = TestIndexParity.assertSameAnswer(self, self.admin_api, every,
+                                               served=True)
+        self.assertEqual(hits, bodies.hits)
+        self.assertNotIn('group', hints(got))
+        # Another caller's page, its own body: a member's project only.
+        self.api.microversion = '2.95'
+        uri = 'servers/detail'
+        self._get(self.api, uri)
+        self._get(self.api, uri)
+        hits = bodies.hits
+        TestIndexParity.assertSameAnswer(self, self.api, uri, served=True)
+        self.assertEqual(hits + 1, bodies.hits)
 
     def test_pages_come_from_the_page_cache(self):
         pages = page_cache.cache(ext_conf.CONF)

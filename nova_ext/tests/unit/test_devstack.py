@@ -455,6 +455,7 @@ class DevStackPluginTest(base.TestCase):
                         NOVA_EXT_FAST_RENDER='True',
                         NOVA_EXT_RENDER_CACHE_SIZE='100000',
                         NOVA_EXT_PAGE_CACHE_SIZE='16',
+                        NOVA_EXT_DETAIL_BODY_CACHE_SIZE='8',
                         NOVA_EXT_GC_FREEZE='True',
                         NOVA_EXT_NEUTRON_FEED_URL=feed)
         conf = self.etc_file()
@@ -464,6 +465,8 @@ class DevStackPluginTest(base.TestCase):
                                             'render_cache_size'))
         self.assertEqual(['16'], values(conf, 'nova_ext_instance_list',
                                         'page_cache_size'))
+        self.assertEqual(['8'], values(conf, 'nova_ext_instance_list',
+                                       'detail_body_cache_size'))
         self.assertEqual(['True'], values(conf, 'nova_ext_instance_list',
                                           'gc_freeze'))
         self.assertEqual([feed], values(conf, 'nova_ext_instance_list',
@@ -473,12 +476,13 @@ class DevStackPluginTest(base.TestCase):
         for env in ({'NOVA_EXT_INSTANCE_LIST_DRIVER': 'index',
                      'NOVA_EXT_RENDER_CACHE_SIZE': '100000',
                      'NOVA_EXT_PAGE_CACHE_SIZE': '16',
+                     'NOVA_EXT_DETAIL_BODY_CACHE_SIZE': '8',
                      'NOVA_EXT_GC_FREEZE': 'True'},
                     {'NOVA_EXT_FAST_RENDER': 'True'}):
             self.run_plugin('post-config', **env)
             for option in ('fast_render', 'render_cache_size',
-                           'page_cache_size', 'gc_freeze',
-                           'neutron_feed_url'):
+                           'page_cache_size', 'detail_body_cache_size',
+                           'gc_freeze', 'neutron_feed_url'):
                 self.assertEqual([], values(self.etc_file(),
                                             'nova_ext_instance_list',
                                             option), (env, option))

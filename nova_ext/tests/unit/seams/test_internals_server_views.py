@@ -98,6 +98,33 @@ class TestListViewCopy(base.TestCase):
             self.assertFalse(hasattr(views_servers.ViewBuilder, name), name)
 
 
+class TestDetailDecisions(base.TestCase):
+
+    def test_novas_statements(self):
+        # detail_decisions makes the decisions Nova's detail() makes, so
+        # that a kept body is looked for under the same ones.
+        detail = _code(views_servers.ViewBuilder.detail)
+        ours = _code(server_views.detail_decisions)
+        for statement in (
+                "ifapi_version_request.is_supported(request,'2.47'):"
+                "show_extra_specs=context.can(servers_policies.SERVERS%"
+                "'show:flavor-extra-specs',fatal=False)else:"
+                "show_extra_specs=False"
+                "show_extended_attr=context.can("
+                "esa_policies.BASE_POLICY_NAME,fatal=False)",
+                "ifapi_version_request.is_supported(request,'2.16'):"
+                "unknown_only=self._get_host_status_unknown_only(context)"):
+            self.assertIn(statement, detail,
+                          'Nova changed ViewBuilder.detail: compare it with '
+                          'server_views.detail_decisions and update it, '
+                          'then the Nova versions nova_ext supports')
+            self.assertIn(statement.replace('self.', 'view_builder.'), ours)
+        self.assertIn("context=request.environ['nova.context']", detail)
+        self.assertIs(views_servers.servers_policies,
+                      server_views.servers_policies)
+        self.assertIs(views_servers.esa_policies, server_views.esa_policies)
+
+
 class _ViewTestCase(base.TestCase):
 
     def setUp(self):

@@ -64,6 +64,7 @@ class NovaExt(object):
                 'nova_ext_instance_list': {
                     'driver': 'index', 'fast_render': 'true',
                     'render_cache_size': '5000', 'page_cache_size': '16',
+                    'detail_body_cache_size': '8',
                     'gc_freeze': 'true',
                     'neutron_feed_url': self.lay.rabbit_url('neutron')},
                 'nova_ext_index': index,

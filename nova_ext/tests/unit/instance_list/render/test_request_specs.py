@@ -110,6 +110,24 @@ class TestRequestSpecs(base.TestCase):
         self.assertEqual(2, self.built.call_count)
         self.built.assert_called_with(None, ['a'])
 
+    def test_a_page_given_its_specs_once(self):
+        # Nova builds a grouped server's spec again each time it is asked
+        # (it reads the group again); within given(), the page's answer
+        # is the one given first, whoever asks.
+        self.stored = {'a': _spec('az1', group={'name': 'g'}),
+                       'b': _spec('az2')}
+        with request_specs.given():
+            first = request_specs.get_by_instance_uuids(None, ['a', 'b'])
+            self.assertIs(first, request_specs.get_by_instance_uuids(
+                None, ['a', 'b']))
+            self.assertEqual(1, self.built.call_count)
+            # Other servers, their own answer.
+            request_specs.get_by_instance_uuids(None, ['a'])
+            self.assertEqual(2, self.built.call_count)
+        # Outside, asked again.
+        request_specs.get_by_instance_uuids(None, ['a', 'b'])
+        self.assertEqual(3, self.built.call_count)
+
     def test_a_spec_nova_cannot_load_hands_the_request_to_nova(self):
         # Nova's view loads it and fails the list: so does Nova's answer.
         self.stored = {'a': _spec('az1'), 'b': _unloadable('az2')}

@@ -208,6 +208,10 @@ class TestAnswers(base.TestCase):
         got = kept.bindings(context, servers)
         self.assertEqual(groups, got)
         got['s1'][0]['name'] = 'changed by a page'
+        # The same page's answer is the same each time it is asked.
+        self.assertIs(got, kept.bindings(context, servers))
+        self.assertIs(got, kept.page())
+        other = security_groups.Kept(context, ['s1', 's2'], groups)
         self.assertEqual({'s1': [{'name': 'default'}]},
-                         kept.bindings(context, servers))
+                         other.bindings(context, servers))
         self.assertTrue(kept.kept)

@@ -1,0 +1,211 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Written bodies of detailed lists, kept under what Nova's view reads.
+
+Nova's ``ViewBuilder.detail`` makes a page's body of:
+
+- the request: its URL (the links), microversion, application URL, the
+  project its URL holds, whether the caller is an administrator, and what
+  policy decides for it (``server_views.detail_decisions``: the flavor's
+  extra specs, the extended attributes, which ``host_status``);
+- each server's document (``ViewBuilder.show``), which the render cache
+  keeps under its row's version, request spec, availability zone and
+  volumes (``render_cache.key``);
+- what it adds to the documents: each server's ``host_status``, from its
+  host's service and the time (``get_instances_host_statuses``), and its
+  security groups, from Neutron;
+- ``[api]max_limit`` and the options the documents read.
+
+:class:`PageBody` reads all of them for a request before the page is
+rendered, each as the view reads it: the page's zones and volumes into
+the same memos the view then reads from, the security groups as the
+page's one answer (``security_groups``), the host statuses and policy
+decisions as Nova's own functions give them. A body kept under the same
+reads is the answer, as text: no server is rendered or written.
+
+A page is rendered as before where any of them differs, and its body is
+kept only where the view read what the key holds: the flags it passed
+to ``show``, and the ``host_status`` and security groups it added to
+each document (asked again by Nova's view, policy and time may have
+moved in between). A page with a server whose document is not cached
+(no version, no ``updated_at``, no request spec digest), or whose
+documents were not all in the render cache, keeps no body: the next
+request finds them there. Nor does a page whose security groups Nova's
+view asks Neutron for itself. Where Neutron is asked for the page's groups
+(without its feed, or after a change), the key waits for its answer,
+which the page's rendering otherwise overlaps.
+
+From microversion 2.96 the key holds each server's pinned zone and
+scheduler hints as the view is given them (``request_specs.given``): Nova
+builds some specs itself (a server group, which it reads again, and whose
+deletion drops the ``group`` hint while the spec's text stays the same).
+"""
+
+import hashlib
+
+from nova.api.openstack import api_version_request
+from nova import conf as nova_conf
+from nova.objects import fields
+
+from nova_ext.instance_list import lru
+from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import render_cache
+from nova_ext.instance_list.render import rows
+from nova_ext.seams.internals import server_views
+
+CONF = nova_conf.CONF
+
+
+class DetailBodies(lru.LRUCache):
+    """Written detailed bodies by :meth:`PageBody.key`."""
+
+
+_CACHE = lru.PerProcess(DetailBodies)
+
+
+def cache(conf):
+    """This process's bodies, ``detail_body_cache_size``; None if 0."""
+    return _CACHE.get(conf.nova_ext_instance_list.detail_body_cache_size)
+
+
+def reset():
+    """Forget this process's bodies (tests)."""
+    _CACHE.reset()
+
+
+class PageBody(object):
+    """One detailed page's kept body, looked for and kept.
+
+    :param bodies: :func:`cache`'s.
+    :param builder: the view builder that renders the page.
+    :param listing: the request's ``controller.Listing``.
+    :param page: the page's instances, each with its ``render_version``
+        and, where its documents show ``host_status``, its services.
+    :param render: the request's ``view.PageRender``.
+    :param volumes: the request's ``fastpath.PageVolumes``.
+    :param groups: the page's security groups (``security_groups.start``);
+        None: Nova's view asks Neutron itself, and no body is kept.
+    :param specs: a function of a context and uuids, the request specs
+        Nova's view reads for them, the same for the view within
+        ``request_specs.given``.
+    """
+
+    def __init__(self, bodies, builder, listing, page, render, volumes,
+                 groups, specs):
+        self._bodies = bodies
+        self._builder = builder
+        self._listing = listing
+        self._page = page
+        self._render = render
+        self._volumes = volumes
+        self._groups = groups
+        self._specs = specs
+        self._key = None
+        self._expected = None
+
+    def kept(self):
+        """The kept body of this page's reads (a ``Written``), or None."""
+        self._key = self._read()
+        if self._key is None:
+            return None
+        return self._bodies.get(self._key)
+
+    def keep(self, body):
+        """``body``, kept written if the view read what its key holds.
+
+        :param body: the page's body as Nova's view made it, every
+            document from the render cache (its first pass missed none).
+        :returns: what the response is written from.
+        """
+        if self._key is None or not self._as_read(body):
+            return body
+        written = encode.Written(encode.dumps(body))
+        self._bodies.put(self._key, written)
+        return written
+
+    def _read(self):
+        """The key of the page's reads, or None if it keeps no body."""
+        page, listing = self._page, self._listing
+        if self._groups is None or not page:
+            return None
+        request = listing.request
+        context = request.environ['nova.context']
+        uuids = [instance.uuid for instance in page]
+        for instance in page:
+            if (instance.render_version is None or
+                    rows.unset(instance, 'updated_at') or
+                    instance.get(narrow.SPEC) is None):
+                return None
+        flags = server_views.detail_decisions(self._builder, request)
+        statuses = {}
+        if flags[2] is not None:
+            with_host = [i for i in page if 'host' in i]
+            if not all('services' in i for i in with_host):
+                return None
+            statuses = (self._builder.compute_api
+                        .get_instances_host_statuses(with_host))
+        groups = self._groups.page()
+        shown = self._shown_specs(request, context, uuids)
+        volumes = self._volumes(context, uuids)
+        zones = self._render.zones
+        unknown_only = flags[2]
+        expected, reads = [], []
+        for instance in page:
+            uuid = instance.uuid
+            status = statuses.get(uuid)
+            if (status is not None and unknown_only and
+                    status != fields.HostStatus.UNKNOWN):
+                status = None
+            found = groups.get(uuid) or None
+            expected.append((uuid, status, found))
+            reads.append((
+                uuid, instance.render_version, instance.get(narrow.SPEC),
+                render_cache.zone(context, instance, zones),
+                tuple((b['volume_id'], b['delete_on_termination'])
+                      for b in volumes.get(uuid, ())),
+                shown(uuid), status, found))
+        self._expected = expected
+        digest = hashlib.blake2b(repr(reads).encode('utf-8'),
+                                 digest_size=16).digest()
+        return (self._render.request_part, request.url, CONF.api.max_limit,
+                flags, listing.kwargs.get('cell_down_support', False),
+                len(reads), digest)
+
+    def _shown_specs(self, request, context, uuids):
+        """What the view shows of each server's spec, as ``_list_view``."""
+        if not api_version_request.is_supported(request, '2.96'):
+            return lambda uuid: None
+        specs = self._specs(context, uuids)
+        zones = {spec.instance_uuid: spec.availability_zone
+                 for spec in specs if spec.availability_zone is not None}
+        hints = {}
+        if api_version_request.is_supported(request, '2.100'):
+            hints = {spec.instance_uuid: spec.scheduler_hints
+                     for spec in specs if spec.scheduler_hints is not None}
+        return lambda uuid: ((uuid in zones, zones.get(uuid)),
+                             (uuid in hints, hints.get(uuid)))
+
+    def _as_read(self, body):
+        """Whether ``body`` shows what the page's key was read with."""
+        if self._render.flags != self._key[3][:2]:
+            return False
+        servers = body.get('servers')
+        if (not isinstance(servers, list) or
+                len(servers) != len(self._expected)):
+            return False
+        for server, (uuid, status, found) in zip(servers, self._expected):
+            if (type(server) is not encode.Shown or server.get('id') != uuid or
+                    server.get('host_status') != status or
+                    server.get('security_groups') != found):
+                return False
+        return True

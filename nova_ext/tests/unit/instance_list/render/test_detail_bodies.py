@@ -1,0 +1,225 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Written detailed bodies, kept under what Nova's view reads."""
+
+import datetime
+
+import fixtures
+from nova.api.openstack import api_version_request
+from nova.api.openstack import wsgi as nova_wsgi
+from nova.compute import api as compute_api
+from nova import context as nova_context
+from oslo_serialization import jsonutils
+
+from nova_ext.instance_list.render import controller
+from nova_ext.instance_list.render import detail_bodies
+from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import fastpath
+from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import render_cache
+from nova_ext.instance_list.render import request_specs
+from nova_ext.instance_list.render import rows
+from nova_ext.instance_list.render import security_groups
+from nova_ext.instance_list.render import view
+from nova_ext.tests.unit import base
+
+UUIDS = ('6f64a4ed-c166-4a38-864f-4ed42f5da11d',
+         '0b1e7f43-4a0e-4c55-9e8c-6d2cf1a3a1b2')
+
+
+class _Volumes(object):
+    """The index's volumes of a page, as ``IndexDriver.volumes`` gives."""
+
+    def __init__(self, found):
+        self.found = found
+
+    def volumes(self, context, uuids):
+        return {uuid: self.found[uuid] for uuid in uuids
+                if uuid in self.found}
+
+
+class TestPageBody(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        # Nova's compute API wants an RPC transport when it is made.
+        self.useFixture(fixtures.MockPatchObject(
+            compute_api.API, '__init__', return_value=None))
+        self.decisions = (True, True, False)
+        self.useFixture(fixtures.MockPatch(
+            'nova_ext.seams.internals.server_views.detail_decisions',
+            side_effect=lambda builder, request: self.decisions))
+        self.bodies = detail_bodies.DetailBodies(10)
+        self.docs = render_cache.RenderCache(10)
+        self.builder = view.ViewBuilder()
+        self.context = nova_context.RequestContext('user', 'project',
+                                                   is_admin=True)
+        self.groups = {UUIDS[0]: [{'name': 'default'}], UUIDS[1]: []}
+        self.found = {UUIDS[0]: [{'volume_id': 'v1',
+                                  'delete_on_termination': False}]}
+        self.url = 'http://api/v2.1/servers/detail?all_tenants=1'
+        self.version = '2.100'
+        self.rows = {uuid: {} for uuid in UUIDS}
+        # What each server's spec gives the view: (zone, hints).
+        self.specs = {UUIDS[0]: ('az1', {'group': ['g1']}),
+                      UUIDS[1]: (None, None)}
+        self.asked = []
+
+    def _specs(self, context, uuids):
+        self.asked.append(uuids)
+        return [request_specs.Spec(uuid, *self.specs[uuid])
+                for uuid in uuids]
+
+    def _instance(self, uuid, version=1.5, spec='d' * 20, **values):
+        # Not on a host: its zone is the row's, its host status NONE.
+        row = {'uuid': uuid, 'id': 7, 'deleted': 0, 'host': None,
+               'availability_zone': 'az1', 'access_ip_v4': None,
+               'access_ip_v6': None,
+               'created_at': datetime.datetime(2026, 1, 1),
+               'updated_at': datetime.datetime(2026, 1, 2),
+               'deleted_at': None, 'launched_at': None,
+               'terminated_at': None, 'metadata': [],
+               'system_metadata': [], 'services': [], narrow.SPEC: spec}
+        row.update(values)
+        instance = rows.IndexedInstance(row)
+        instance.render_version = version
+        return instance
+
+    def _page_body(self, groups=True):
+        """The PageBody of the page; ``groups``: a lookup, else kept."""
+        request = nova_wsgi.Request.blank(self.url)
+        request.api_version_request = api_version_request.APIVersionRequest(
+            self.version)
+        request.environ['nova.context'] = self.context
+        page = [self._instance(uuid, **self.rows[uuid]) for uuid in UUIDS]
+        lookup = groups
+        if groups is True:
+            lookup = security_groups.Kept(self.context, UUIDS, self.groups)
+        self.render = view.PageRender(self.docs, request, '')
+        listing = controller.Listing(request, True, self.context, {})
+        return detail_bodies.PageBody(
+            self.bodies, self.builder, listing, page, self.render,
+            fastpath.PageVolumes(_Volumes(self.found)), lookup, self._specs)
+
+    def _body(self, page_body, **changed):
+        """The body Nova's view makes of the page, its documents kept."""
+        self.render.flags = self.decisions[:2]
+        servers = []
+        for uuid in UUIDS:
+            doc = encode.Shown(encode.Kept(id=uuid, name='srv'))
+            doc['host_status'] = ''
+            groups = self.groups[uuid]
+            if groups:
+                doc['security_groups'] = groups
+            doc.update(changed.get(uuid, {}))
+            servers.append(doc)
+        return {'servers': servers}
+
+    def _kept(self, **changed):
+        """Keep the page's body; the body kept (Written), else None."""
+        page_body = self._page_body()
+        self.assertIsNone(page_body.kept())
+        got = page_body.keep(self._body(page_body, **changed))
+        return got if type(got) is encode.Written else None
+
+    def test_the_same_reads_find_the_kept_body(self):
+        written = self._kept()
+        self.assertIsNotNone(written)
+        self.assertEqual(jsonutils.dumps(self._body(None)), written.text)
+        self.assertIs(written, self._page_body().kept())
+
+    def test_every_read_tells_bodies_apart(self):
+        self.assertIsNotNone(self._kept())
+
+        def differs(undo, change):
+            change()
+            self.assertIsNone(self._page_body().kept())
+            undo()
+            self.assertIsNotNone(self._page_body().kept())
+        row = self.rows[UUIDS[1]]
+        for name, value in (('version', 2.5), ('spec', 'e' * 20),
+                            ('availability_zone', 'az2')):
+            differs(lambda name=name: row.pop(name),
+                    lambda name=name, value=value: row.update(
+                        {name: value}))
+        differs(lambda: self.found.pop(UUIDS[1]),
+                lambda: self.found.update({UUIDS[1]: [
+                    {'volume_id': 'v2', 'delete_on_termination': True}]}))
+        differs(lambda: self.groups.update({UUIDS[1]: []}),
+                lambda: self.groups.update({UUIDS[1]: [{'name': 'web'}]}))
+        for decisions in ((False, True, False), (True, False, False),
+                          (True, True, None), (True, True, True)):
+            differs(lambda: setattr(self, 'decisions', (True, True, False)),
+                    lambda d=decisions: setattr(self, 'decisions', d))
+        url = self.url
+        differs(lambda: setattr(self, 'url', url),
+                lambda: setattr(self, 'url', url + '&limit=1'))
+        # A spec's zone or hints as the view is given them: a group
+        # deleted drops its hint, the stored spec unchanged.
+        spec = self.specs[UUIDS[0]]
+        for other in (('az1', {}), ('az1', None), (None, {'group': ['g1']}),
+                      ('az2', {'group': ['g1']})):
+            differs(lambda: self.specs.update({UUIDS[0]: spec}),
+                    lambda o=other: self.specs.update({UUIDS[0]: o}))
+
+    def test_specs_read_before_2_96_are_none(self):
+        self.version = '2.95'
+        self.assertIsNotNone(self._kept())
+        self.assertEqual([], self.asked)
+        self.specs[UUIDS[0]] = ('az2', None)
+        self.assertIsNotNone(self._page_body().kept())
+        self.version = '2.100'
+        self.assertIsNone(self._page_body().kept())
+        self.assertEqual([list(UUIDS)], self.asked)
+
+    def test_kept_only_as_the_view_read_it(self):
+        # Nova's view decides and asks again as it renders: a body showing
+        # other decisions, statuses or groups than the key's is not kept.
+        for changed in ({UUIDS[0]: {'host_status': 'UP'}},
+                        {UUIDS[1]: {'security_groups': [{'name': 'x'}]}},
+                        {UUIDS[0]: {'security_groups': []}}):
+            self.assertIsNone(self._kept(**changed), changed)
+        page_body = self._page_body()
+        page_body.kept()
+        body = self._body(page_body)
+        self.render.flags = (False, True)
+        self.assertIs(body, page_body.keep(body))
+        # A document Nova's view rendered, not one from the render cache.
+        body = self._body(page_body)
+        body['servers'][1] = dict(body['servers'][1])
+        self.assertIs(body, page_body.keep(body))
+        self.assertEqual(0, len(self.bodies))
+
+    def test_a_page_that_keeps_none(self):
+        row = self.rows[UUIDS[1]]
+        for change in ({'updated_at': None}, {'version': None},
+                       {'spec': None}):
+            row.update(change)
+            self.assertIsNone(self._kept(), change)
+            row.clear()
+        self.assertIsNotNone(self._kept())
+        # Nova's view asks Neutron itself.
+        page_body = self._page_body(groups=None)
+        self.assertIsNone(page_body.kept())
+        body = self._body(page_body)
+        self.assertIs(body, page_body.keep(body))
+
+    def test_host_status_unknown_only(self):
+        # Policy showing only UNKNOWN: the documents show no NONE status.
+        self.decisions = (True, True, True)
+        page_body = self._page_body()
+        page_body.kept()
+        body = self._body(page_body)
+        self.assertIs(body, page_body.keep(body))
+        for server in body['servers']:
+            del server['host_status']
+        self.assertIs(encode.Written, type(page_body.keep(body)))
