@@ -67,7 +67,7 @@ CONF = nova_conf.CONF
 
 
 class DetailBodies(lru.LRUCache):
-    """Written detailed bodies by :meth:`PageBody.key`."""
+    """Written detailed bodies, by the key of what their page reads."""
 
 
 _CACHE = lru.PerProcess(DetailBodies)
