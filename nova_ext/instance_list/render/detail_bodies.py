@@ -171,8 +171,7 @@ class PageBody(object):
             reads.append((
                 uuid, instance.render_version, instance.get(narrow.SPEC),
                 render_cache.zone(context, instance, zones),
-                tuple((b['volume_id'], b['delete_on_termination'])
-                      for b in volumes.get(uuid, ())),
+                render_cache.shown_volumes(volumes, uuid),
                 shown(uuid), status, found))
         self._expected = expected
         digest = hashlib.blake2b(repr(reads).encode('utf-8'),

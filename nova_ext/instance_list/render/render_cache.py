@@ -112,9 +112,7 @@ def key(request_part, context, instance, kwargs, zones):
     version = getattr(instance, 'render_version', None)
     if version is None or rows.unset(instance, 'updated_at'):
         return None
-    volumes = kwargs.get('bdms') or {}
-    volumes = tuple((b['volume_id'], b['delete_on_termination'])
-                    for b in volumes.get(instance.uuid, ()))
+    volumes = shown_volumes(kwargs.get('bdms') or {}, instance.uuid)
     # The request spec's zone and hints (a dict of lists of strings), or
     # the view's markers of their absence: repr tells any two apart.
     return (request_part, instance.uuid, version,
@@ -122,6 +120,15 @@ def key(request_part, context, instance, kwargs, zones):
             zone(context, instance, zones),
             volumes, repr(kwargs.get('provided_az')),
             repr(kwargs.get('provided_sched_hints')))
+
+
+def shown_volumes(bdms, uuid):
+    """What a server's document shows of its volumes, of the page's bdms.
+
+    :param bdms: ``{instance uuid: [mapping]}``, as the view is given them.
+    """
+    return tuple((b['volume_id'], b['delete_on_termination'])
+                 for b in bdms.get(uuid, ()))
 
 
 def zone(context, instance, zones):
