@@ -89,8 +89,7 @@ class PageBody(object):
     :param bodies: :func:`cache`'s.
     :param builder: the view builder that renders the page.
     :param listing: the request's ``controller.Listing``.
-    :param page: the page's instances, each with its ``render_version``
-        and, where its documents show ``host_status``, its services.
+    :param page: the page's instances, each with its ``render_version``.
     :param render: the request's ``view.PageRender``.
     :param volumes: the request's ``fastpath.PageVolumes``.
     :param groups: the page's security groups (``security_groups.start``);
@@ -98,10 +97,12 @@ class PageBody(object):
     :param specs: a function of a context and uuids, the request specs
         Nova's view reads for them, the same for the view within
         ``request_specs.given``.
+    :param services: a function of instances, giving those that lack them
+        their host's services (as the page's render does).
     """
 
     def __init__(self, bodies, builder, listing, page, render, volumes,
-                 groups, specs):
+                 groups, specs, services):
         self._bodies = bodies
         self._builder = builder
         self._listing = listing
@@ -110,6 +111,7 @@ class PageBody(object):
         self._volumes = volumes
         self._groups = groups
         self._specs = specs
+        self._services = services
         self._key = None
         self._expected = None
 
@@ -147,18 +149,21 @@ class PageBody(object):
                     instance.get(narrow.SPEC) is None):
                 return None
         flags = server_views.detail_decisions(self._builder, request)
+        unknown_only = flags[2]
         statuses = {}
-        if flags[2] is not None:
-            with_host = [i for i in page if 'host' in i]
-            if not all('services' in i for i in with_host):
+        if unknown_only is not None:
+            # Read for the page as its render reads them, where the list
+            # joins them (fastpath._shows_host_status), once for both.
+            if 'services' not in (listing.kwargs.get('expected_attrs') or []):
                 return None
+            self._services(page)
             statuses = (self._builder.compute_api
-                        .get_instances_host_statuses(with_host))
+                        .get_instances_host_statuses(
+                            [i for i in page if 'host' in i]))
         groups = self._groups.page()
         shown = self._shown_specs(request, context, uuids)
         volumes = self._volumes(context, uuids)
         zones = self._render.zones
-        unknown_only = flags[2]
         expected, reads = [], []
         for instance in page:
             uuid = instance.uuid

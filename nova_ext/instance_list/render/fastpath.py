@@ -338,14 +338,13 @@ def render_cached(driver, listing, records, cache, bodies=None,
         instance.render_version = versions.get(instance.uuid)
     builder = view.builder()
     volumes = PageVolumes(driver)
-    if bodies is not None and _shows_host_status(builder, listing):
-        _fill_services(driver, listing, page)
     with _page_render(cache, listing) as render, request_specs.given():
         kept = None
         if bodies is not None:
             kept = detail_bodies.PageBody(
                 bodies, builder, listing, page, render, volumes, groups,
-                functools.partial(_page_specs, driver, page))
+                functools.partial(_page_specs, driver, page),
+                functools.partial(_fill_services, driver, listing))
             body = kept.kept()
             if body is not None:
                 return body

@@ -73,6 +73,10 @@ class TestPageBody(base.TestCase):
         self.specs = {UUIDS[0]: ('az1', {'group': ['g1']}),
                       UUIDS[1]: (None, None)}
         self.asked = []
+        # The list joins the services (host_status shown): the page's
+        # instances read for theirs.
+        self.expected = ['services']
+        self.filled = []
 
     def _specs(self, context, uuids):
         self.asked.append(uuids)
@@ -105,10 +109,12 @@ class TestPageBody(base.TestCase):
         if groups is True:
             lookup = security_groups.Kept(self.context, UUIDS, self.groups)
         self.render = view.PageRender(self.docs, request, '')
-        listing = controller.Listing(request, True, self.context, {})
+        listing = controller.Listing(request, True, self.context,
+                                     {'expected_attrs': self.expected})
         return detail_bodies.PageBody(
             self.bodies, self.builder, listing, page, self.render,
-            fastpath.PageVolumes(_Volumes(self.found)), lookup, self._specs)
+            fastpath.PageVolumes(_Volumes(self.found)), lookup, self._specs,
+            self.filled.extend)
 
     def _body(self, page_body, **changed):
         """The body Nova's view makes of the page, its documents kept."""
@@ -212,6 +218,25 @@ class TestPageBody(base.TestCase):
         self.assertIsNone(page_body.kept())
         body = self._body(page_body)
         self.assertIs(body, page_body.keep(body))
+
+    def test_services_read_where_the_list_joins_them(self):
+        self.assertIsNotNone(self._page_body().kept() or self._kept())
+        self.assertEqual(list(UUIDS), [i.uuid for i in self.filled[-2:]])
+        # No host_status shown: none read.
+        self.decisions = (True, True, None)
+        self.filled = []
+        page_body = self._page_body()
+        self.assertIsNone(page_body.kept())
+        body = self._body(page_body)
+        for server in body['servers']:
+            del server['host_status']
+        self.assertIs(encode.Written, type(page_body.keep(body)))
+        self.assertEqual([], self.filled)
+        # Shown, but the list did not join them: no body.
+        self.decisions = (True, True, False)
+        self.expected = []
+        self.assertIsNone(self._kept())
+        self.assertEqual([], self.filled)
 
     def test_host_status_unknown_only(self):
         # Policy showing only UNKNOWN: the documents show no NONE status.
