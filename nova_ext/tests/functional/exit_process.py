@@ -26,19 +26,29 @@ after its writes, as nova-conductor does, with Nova's base manager: Nova's
 ``Service`` under oslo.service (on native threads, its threading backend's
 launcher, which leaves by ``os._exit`` once SIGTERM has stopped the
 service), and prints ``serving`` once it has started.
+
+With ``NOVA_EXT_TEST_EXIT=worker`` the second instance is created by the
+service, in the worker oslo.service forks for it (cotyledon's, as
+nova-conductor runs), whose manager runs a periodic task every second and
+takes 3 s to shut down gracefully: Nova skips its periodic tasks then,
+oslo.service's timer raises for it, and the worker's ``wait()`` raises
+during the stop.
 """
 
 import os
 import sys
+import time
 
 from nova.conductor import rpcapi as conductor_rpcapi
 from nova import config
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db import migration
+from nova import manager
 from nova import objects
 from nova import service as nova_service
 from oslo_log import log as logging
+from oslo_service import periodic_task
 
 from nova_ext.index.marks import process
 
@@ -59,15 +69,24 @@ def main(argv):
     process.get_batcher(config.CONF).flush(10)
     print('ready', flush=True)
     sys.stdin.readline()
-    create(UUID)
-    print('written', flush=True)
-    if os.environ.get('NOVA_EXT_TEST_EXIT') == 'service':
+    mode = os.environ.get('NOVA_EXT_TEST_EXIT')
+    if mode != 'worker':
+        create(UUID)
+        print('written', flush=True)
+    if mode in ('service', 'worker'):
         # Nova's base manager: the conductor's own asks keystone for
         # placement's endpoint as it is made.
         objects.register_all()
-        nova_service.serve(Conductor(
-            'exit-process', 'nova-conductor', conductor_rpcapi.RPC_TOPIC,
-            'nova.manager.Manager'), workers=1, no_fork=True)
+        if mode == 'service':
+            nova_service.serve(Conductor(
+                'exit-process', 'nova-conductor', conductor_rpcapi.RPC_TOPIC,
+                'nova.manager.Manager'), workers=1, no_fork=True)
+        else:
+            # Periodic tasks on, as Service.create has them by default.
+            nova_service.serve(Conductor(
+                'exit-process', 'nova-conductor', conductor_rpcapi.RPC_TOPIC,
+                __spec__.name + '.SlowToStop', periodic_enable=True),
+                workers=1)
         nova_service.wait()
 
 
@@ -76,7 +95,22 @@ class Conductor(nova_service.Service):
 
     def start(self):
         super().start()
+        if os.environ.get('NOVA_EXT_TEST_EXIT') == 'worker':
+            create(UUID)
+            print('written', flush=True)
         print('serving', flush=True)
+
+
+class SlowToStop(manager.Manager):
+    """Nova's base manager, with a periodic task and a slow shutdown."""
+
+    @periodic_task.periodic_task(spacing=1, run_immediately=True)
+    def _tick(self, context):
+        pass
+
+    def graceful_shutdown(self, timeout):
+        # Long enough for Nova's periodic timer to run during it.
+        time.sleep(3)
 
 
 if __name__ == '__main__':

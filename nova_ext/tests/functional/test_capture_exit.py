@@ -21,6 +21,7 @@ that.
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,7 +45,8 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
         """The process, once it has written while the index is locked.
 
         :param serve: it serves as a Nova service after its writes
-            (``exit_process``); returned once it does.
+            (``exit_process``); returned once it does. ``'worker'``: the
+            service writes, in its forked worker.
         """
         path = os.path.join(self.tmp, 'nova.conf')
         with open(path, 'w') as f:
@@ -58,7 +60,8 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
              path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env=dict(
                 os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING=self.native,
-                NOVA_EXT_TEST_EXIT='service' if serve else 'return'))
+                NOVA_EXT_TEST_EXIT=serve if serve == 'worker' else
+                'service' if serve else 'return'))
         self.addCleanup(self._stop, proc)
         self.assertEqual('ready', proc.stdout.readline().strip(),
                          proc.stderr.read() if proc.poll() else '')
@@ -84,13 +87,16 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
             proc.kill()
         proc.communicate()
 
-    def recorded_once_back(self, proc, lock):
+    def recorded_once_back(self, proc, lock, back=3, timer_failed=False):
         """Its log, once it waited, the index came back and it recorded.
 
         :param proc, lock: as :meth:`start` returns them, max_lag 120 s;
             the process is to wait now, at its exit or its stop.
+        :param back: seconds from now until the index is back.
+        :param timer_failed: the only errors logged are oslo.service's,
+            of a timer that raised.
         """
-        time.sleep(3)
+        time.sleep(back)
         self.assertIsNone(proc.poll())
         lock.execute('ROLLBACK')
         err = self.finish(proc)
@@ -98,7 +104,12 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
                          sorted(self.marked()))
         self.assertIn('waiting up to 120 s', err)
         self.assertIn('changes recorded; exiting', err)
-        self.assertNotIn(' ERROR ', err)
+        errors = [line for line in err.splitlines() if ' ERROR ' in line]
+        if timer_failed:
+            self.assertNotEqual([], errors)
+            errors = [line for line in errors if not re.search(
+                r' ERROR oslo\.service\.backend\._\w+\.loopingcall ', line)]
+        self.assertEqual([], errors)
         self.assertEqual(0, self.count(schema.HOLDS))
         return err
 
@@ -124,6 +135,18 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
         err = self.recorded_once_back(proc, lock)
         self.assertIn('nova-conductor service graceful shutdown finished',
                       err)
+
+    def test_a_worker_whose_wait_raised_in_its_stop_records_them(self):
+        # The worker leaves once wait() has raised; the stop is still
+        # under way in another thread.
+        proc, lock = self.start(max_lag=120, serve='worker')
+        proc.send_signal(signal.SIGTERM)
+        # Its manager takes 3 s to stop.
+        err = self.recorded_once_back(proc, lock, back=8, timer_failed=True)
+        self.assertIn('nova-conductor service graceful shutdown finished',
+                      err)
+        self.assertIn('A dynamic interval looping call should supply '
+                      'either an interval or periodic_interval_max', err)
 
     def test_past_max_lag_it_exits_naming_what_it_lost(self):
         proc, lock = self.start(max_lag=3)
