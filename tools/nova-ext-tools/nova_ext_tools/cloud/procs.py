@@ -15,6 +15,11 @@ Each process the cloud starts is recorded in ``<state>/pids/<name>.pid``
 with its log in ``<state>/log/<name>.log``; ``stop`` ends exactly those
 (the whole process group each one leads: uwsgi's workers, rabbit's beam),
 and nothing else on the machine.
+
+A process started with ``leader_stop`` is stopped as systemd stops a unit
+with ``KillMode=mixed``: SIGTERM to it alone, which ends its workers its
+own way (a uwsgi master with ``gracefully_kill_them_all``), and SIGKILL to
+the whole group only past the timeout.
 """
 
 import os
@@ -52,8 +57,15 @@ class Processes(object):
     def _pidfile(self, name):
         return os.path.join(self.piddir, name + '.pid')
 
-    def start(self, name, argv, env=None, cwd=None):
-        """Start ``argv`` as ``name`` in a session of its own."""
+    def _leaderfile(self, name):
+        return os.path.join(self.piddir, name + '.leader-stop')
+
+    def start(self, name, argv, env=None, cwd=None, leader_stop=False):
+        """Start ``argv`` as ``name`` in a session of its own.
+
+        :param leader_stop: :meth:`stop` sends SIGTERM to it alone, not to
+            its whole group.
+        """
         if self.running(name):
             raise CloudError('%s is running already (pid %d)'
                              % (name, self.pid(name)))
@@ -70,6 +82,11 @@ class Processes(object):
             out.close()
         with open(self._pidfile(name), 'w') as f:
             f.write('%d\n' % proc.pid)
+        if leader_stop:
+            with open(self._leaderfile(name), 'w'):
+                pass
+        else:
+            _unlink(self._leaderfile(name))
         return proc.pid
 
     def pid(self, name):
@@ -103,9 +120,14 @@ class Processes(object):
         return True
 
     def stop(self, name, timeout=30):
-        """SIGTERM ``name``'s process group, SIGKILL it after ``timeout``."""
+        """SIGTERM ``name``'s process group, SIGKILL it after ``timeout``.
+
+        Or SIGTERM to ``name`` alone, if it was started with
+        ``leader_stop``.
+        """
         if self.running(name):
-            self.signal(name, signal.SIGTERM)
+            self.signal(name, signal.SIGTERM, group=not os.path.exists(
+                self._leaderfile(name)))
             deadline = time.monotonic() + timeout
             while self.running(name) and time.monotonic() < deadline:
                 _reap()
@@ -118,10 +140,8 @@ class Processes(object):
         while pid and group_members(pid) and time.monotonic() < deadline:
             _reap()
             time.sleep(0.1)
-        try:
-            os.unlink(self._pidfile(name))
-        except FileNotFoundError:
-            pass
+        _unlink(self._pidfile(name))
+        _unlink(self._leaderfile(name))
 
     def stop_all(self, order=()):
         """Stop every recorded process: those in ``order`` first."""
@@ -134,6 +154,13 @@ class Processes(object):
         if not self.running(name):
             raise CloudError('%s exited; its log ends with:\n%s'
                              % (name, tail(self.log(name))))
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def group_members(pgid):

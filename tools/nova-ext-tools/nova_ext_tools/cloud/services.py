@@ -84,9 +84,24 @@ def run(argv, env=None, what=None):
     return done.stdout
 
 
+#: Seconds uwsgi's master gives a worker to end once told to: above
+#: [nova_ext_index]max_lag (30 s), which a nova-api worker may wait at its
+#: exit for the index to take its changes.
+WORKER_RELOAD_MERCY = 60
+
+
 def uwsgi(ps, name, module, port, env, processes=1, threads=1):
-    """Start ``module``'s WSGI application under uwsgi on ``port``."""
+    """Start ``module``'s WSGI application under uwsgi on ``port``.
+
+    Configured as DevStack and the OpenStack install guides run an API:
+    SIGTERM to the master ends each worker gracefully (its request
+    finished, then the interpreter's exit hooks), within
+    ``worker-reload-mercy``; stopped by a SIGTERM to the master alone, as
+    systemd stops DevStack's units. A worker that gets a second signal
+    while it exits leaves without its exit hooks.
+    """
     argv = [venv_bin('uwsgi'), '--master', '--die-on-term',
+            '--hook-master-start', 'unix_signal:15 gracefully_kill_them_all',
             '--need-app', '--lazy-apps', '--enable-threads',
             '--home', sys.prefix,
             # No keep-alive: a connection held open would hold its worker.
@@ -94,9 +109,9 @@ def uwsgi(ps, name, module, port, env, processes=1, threads=1):
             '--add-header', 'Connection: close',
             '--module', module, '--processes', str(processes),
             '--threads', str(threads), '--buffer-size', '65535',
-            '--worker-reload-mercy', '5', '--reload-mercy', '5',
+            '--worker-reload-mercy', str(WORKER_RELOAD_MERCY),
             '--procname-prefix', name + ' ']
-    ps.start(name, argv, env=dict(os.environ, **env))
+    ps.start(name, argv, env=dict(os.environ, **env), leader_stop=True)
 
 
 def service_auth(lay, user='nova'):

@@ -30,7 +30,10 @@ writes, so it waits at its exit for the index to take them, and once the
 grants are back the index has lost nothing. So does a cell conductor
 stopped (SIGTERM) while the grants are gone, with the changes of a server
 it wrote meanwhile: oslo.service leaves by ``os._exit`` once the service
-has stopped, and the conductor waits for the index before that.
+has stopped, and the conductor waits for the index before that. And
+nova_ext's nova-api, stopped as DevStack stops it (SIGTERM to uwsgi's
+master, which ends each worker gracefully) right after a rename it wrote
+while the grants were gone: the worker waits at its exit.
 """
 
 import os
@@ -86,6 +89,21 @@ class TestFaults(base.CloudTestCase):
             'served', 0), 'served by the index, of %d: %s, before %s'
             % (lister.sent, now, counted))
 
+    def waited_at_its_exit(self, log, start):
+        """What ``log`` says from ``start``, once a process stopped.
+
+        It could not record a change while the grants were gone, waited
+        for the index at its exit and recorded it.
+        """
+        with open(log) as f:
+            f.seek(start)
+            said = f.read()
+        self.assertIn('cannot hold the marks of', said)
+        self.assertIn('waiting up to 30 s', said)
+        self.assertIn('changes recorded; exiting', said)
+        self.assertNotIn('not recorded in the index (', said)
+        return said
+
     def test_an_archive_while_the_index_is_away(self):
         conn = self.connect()
         server = self.booted(conn, 'archived')
@@ -133,16 +151,36 @@ class TestFaults(base.CloudTestCase):
         conn.compute.wait_for_server(server, status='SHUTOFF', wait=120)
         # SIGTERM: oslo.service stops the service, then leaves by os._exit.
         self.cloud.nova.restart(conductor)
-        with open(log) as f:
-            f.seek(start)
-            said = f.read()
-        self.assertIn('cannot hold the marks of', said)
+        said = self.waited_at_its_exit(log, start)
         self.assertIn('service graceful shutdown finished', said)
-        self.assertIn('waiting up to 30 s', said)
-        self.assertIn('changes recorded; exiting', said)
-        self.assertNotIn('not recorded in the index (', said)
         self.assertServed(lister, counted, (
             '/servers/detail?all_tenants=1', '/servers?all_tenants=1'))
+        done = self.verified(60)
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+
+    def test_a_nova_api_stopped_while_the_index_is_away(self):
+        conn = self.connect()
+        server = self.booted(conn, 'renamed')
+        log = self.cloud.ps.log('nova-api')
+        start = os.path.getsize(log)
+        injected = faults.Faults(self.cloud, revoke_seconds=25)
+        self.addCleanup(injected.finish)
+        injected.revoke_index_grants()
+        # Written by the nova-api worker that takes the request.
+        conn.compute.update_server(server, name='renamed-while-away')
+        # SIGTERM to uwsgi's master: each worker ends gracefully, and the
+        # one with the rename waits for the index at its exit.
+        self.cloud.nova.restart('nova-api')
+        said = self.waited_at_its_exit(log, start)
+        self.assertIn('Gracefully killing worker', said)
+        self.assertNotIn('NO MERCY', said)
+        procs.wait_for('nova-api', lambda: procs.http_up(
+            self.lay.url('nova')), 180, self.cloud.ps, 'nova-api')
+        lister = stream.Lister(conn, self.connect(stock=True))
+        counted = test_stream.counters_before(self)
+        self.assertServed(lister, counted, (
+            '/servers/detail?all_tenants=1', '/servers?all_tenants=1',
+            '/servers?all_tenants=1&name=renamed-while-away'))
         done = self.verified(60)
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
 

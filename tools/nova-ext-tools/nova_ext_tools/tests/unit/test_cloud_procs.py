@@ -33,6 +33,27 @@ _PARENT = ('import signal, subprocess, sys, time\n'
            'time.sleep(300)\n')
 
 
+#: A leader that, told to stop, ends its child its own way (SIGUSR1); the
+#: child says whether it got SIGTERM itself.
+_LEADER = ('import os, signal, subprocess, sys, time\n'
+           'child = subprocess.Popen([sys.executable, "-c", '
+           '"import os, signal, sys, time\\n'
+           'def term(*a):\\n'
+           '    os.write(1, b\'child TERM\\\\n\')\\n'
+           'signal.signal(signal.SIGTERM, term)\\n'
+           'signal.signal(signal.SIGUSR1, lambda *a: sys.exit(0))\\n'
+           'os.write(1, b\'ready\\\\n\')\\n'
+           'time.sleep(300)\\n"])\n'
+           'def term(*a):\n'
+           '    os.write(1, b"leader TERM\\n")\n'
+           '    time.sleep(0.5)\n'
+           '    child.send_signal(signal.SIGUSR1)\n'
+           '    child.wait()\n'
+           '    sys.exit(0)\n'
+           'signal.signal(signal.SIGTERM, term)\n'
+           'time.sleep(300)\n')
+
+
 class TestProcesses(base.TestCase):
 
     def setUp(self):
@@ -53,6 +74,26 @@ class TestProcesses(base.TestCase):
                          and open('/proc/%d/stat' % child).read().split(
                              ')')[-1].split()[0] != 'Z')
         self.assertEqual([], self.ps.names())
+
+    def _stopped(self, **kwargs):
+        self.ps.start('leader', [sys.executable, '-c', _LEADER], **kwargs)
+        procs.wait_for('the child', lambda: 'ready' in open(
+            self.ps.log('leader')).read(), 30)
+        self.ps.stop('leader', timeout=10)
+        self.assertFalse(self.ps.running('leader'))
+        self.assertEqual([], self.ps.names())
+        self.assertEqual([], os.listdir(self.ps.piddir))
+        return open(self.ps.log('leader')).read()
+
+    def test_leader_stop_signals_the_leader_alone(self):
+        said = self._stopped(leader_stop=True)
+        self.assertIn('leader TERM', said)
+        self.assertNotIn('child TERM', said)
+
+    def test_stop_signals_the_group(self):
+        said = self._stopped()
+        self.assertIn('leader TERM', said)
+        self.assertIn('child TERM', said)
 
     def test_start_refuses_a_running_name(self):
         self.ps.start('sleeper', [sys.executable, '-c',
