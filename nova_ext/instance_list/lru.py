@@ -53,11 +53,20 @@ class LRUCache(object):
 class PerProcess(object):
     """A process's one cache, made at its first use, anew if resized."""
 
-    def __init__(self, make):
-        """:param make: a function of a size, giving an empty cache."""
+    def __init__(self, make, option):
+        """:param make: a function of a size, giving an empty cache.
+
+        :param option: the ``[nova_ext_instance_list]`` option that sizes
+            it (:meth:`of`).
+        """
         self._make = make
+        self._option = option
         self._cache = None
         self._lock = threading.Lock()
+
+    def of(self, conf):
+        """The cache as ``conf`` sizes it (:meth:`get`); None if 0."""
+        return self.get(getattr(conf.nova_ext_instance_list, self._option))
 
     def get(self, size):
         """The cache of ``size`` entries; None if ``size`` is 0.

@@ -63,17 +63,11 @@ class PageCache(lru.LRUCache):
         return {outcome: self.outcomes[outcome] for outcome in self.OUTCOMES}
 
 
-_CACHE = lru.PerProcess(PageCache)
-
-
-def cache(conf):
-    """This process's cache, sized by ``page_cache_size``; None if 0."""
-    return _CACHE.get(conf.nova_ext_instance_list.page_cache_size)
-
-
-def reset():
-    """Forget this process's cache (tests)."""
-    _CACHE.reset()
+_CACHE = lru.PerProcess(PageCache, 'page_cache_size')
+#: ``cache(conf)``: this process's cache; None if its size is 0.
+cache = _CACHE.of
+#: Forget this process's cache (tests).
+reset = _CACHE.reset
 
 
 def key(ctx, query):

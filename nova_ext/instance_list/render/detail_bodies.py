@@ -70,17 +70,11 @@ class DetailBodies(lru.LRUCache):
     """Written detailed bodies, by the key of what their page reads."""
 
 
-_CACHE = lru.PerProcess(DetailBodies)
-
-
-def cache(conf):
-    """This process's bodies, ``detail_body_cache_size``; None if 0."""
-    return _CACHE.get(conf.nova_ext_instance_list.detail_body_cache_size)
-
-
-def reset():
-    """Forget this process's bodies (tests)."""
-    _CACHE.reset()
+_CACHE = lru.PerProcess(DetailBodies, 'detail_body_cache_size')
+#: ``cache(conf)``: this process's bodies; None if their size is 0.
+cache = _CACHE.of
+#: Forget this process's bodies (tests).
+reset = _CACHE.reset
 
 
 class PageBody(object):

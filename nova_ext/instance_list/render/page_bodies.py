@@ -51,17 +51,12 @@ class PageBodies(lru.LRUCache):
     """Written bodies by :func:`key`."""
 
 
-_CACHE = lru.PerProcess(PageBodies)
-
-
-def cache(conf):
-    """This process's bodies, as many as ``page_cache_size``; None if 0."""
-    return _CACHE.get(conf.nova_ext_instance_list.page_cache_size)
-
-
-def reset():
-    """Forget this process's bodies (tests)."""
-    _CACHE.reset()
+_CACHE = lru.PerProcess(PageBodies, 'page_cache_size')
+#: ``cache(conf)``: this process's bodies, as many as the page cache's
+#: pages; None if 0.
+cache = _CACHE.of
+#: Forget this process's bodies (tests).
+reset = _CACHE.reset
 
 
 def key(request, project_in_url, records):

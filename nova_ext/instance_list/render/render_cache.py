@@ -65,22 +65,14 @@ class RenderCache(lru.LRUCache):
     """Server documents by :func:`key` and :func:`listed_key`."""
 
 
-_CACHE = lru.PerProcess(RenderCache)
-
-
-def cache(conf):
-    """This process's cache, sized by ``render_cache_size``; None if 0.
-
-    Switched off (0), the documents are kept, unused, until the size
-    changes: switching it back on finds them still valid, since every key
-    holds the version of its row.
-    """
-    return _CACHE.get(conf.nova_ext_instance_list.render_cache_size)
-
-
-def reset():
-    """Forget this process's cache (tests)."""
-    _CACHE.reset()
+_CACHE = lru.PerProcess(RenderCache, 'render_cache_size')
+#: ``cache(conf)``: this process's cache; None if its size is 0. Switched
+#: off, the documents are kept, unused, until the size changes: switching
+#: it back on finds them still valid, since every key holds the version of
+#: its row.
+cache = _CACHE.of
+#: Forget this process's cache (tests).
+reset = _CACHE.reset
 
 
 def _options():

@@ -32,7 +32,7 @@ class TestLRUCache(base.TestCase):
 class TestPerProcess(base.TestCase):
 
     def test_made_once_anew_when_resized(self):
-        caches = lru.PerProcess(lru.LRUCache)
+        caches = lru.PerProcess(lru.LRUCache, 'render_cache_size')
         self.assertIsNone(caches.get(0))
         first = caches.get(2)
         self.assertIs(first, caches.get(2))
@@ -44,3 +44,12 @@ class TestPerProcess(base.TestCase):
         self.assertIsNot(first, resized)
         caches.reset()
         self.assertIsNot(resized, caches.get(3))
+
+    def test_sized_by_its_option(self):
+        caches = lru.PerProcess(lru.LRUCache, 'page_cache_size')
+        self.flags(page_cache_size=0, group='nova_ext_instance_list')
+        self.assertIsNone(caches.of(self.conf.conf))
+        self.flags(page_cache_size=4, group='nova_ext_instance_list')
+        self.assertEqual(4, caches.of(self.conf.conf).size)
+        self.flags(page_cache_size=5, group='nova_ext_instance_list')
+        self.assertEqual(5, caches.of(self.conf.conf).size)
