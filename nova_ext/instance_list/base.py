@@ -129,6 +129,17 @@ class InstanceListDriver(abc.ABC):
         return True
 
 
+class Page(list):
+    """The rows :meth:`RowsDriver.records` gives, and the state they are of.
+
+    ``generation``: a value naming the state of the driver's store that
+    the rows are exactly, as the driver's :meth:`RowsDriver.volumes` takes
+    it; None where the rows may be of a later state than any value read.
+    """
+
+    generation = None
+
+
 class RowsDriver(InstanceListDriver):
     """A driver whose pages nova_ext can render itself (``fast_render``).
 
@@ -151,7 +162,8 @@ class RowsDriver(InstanceListDriver):
             first; False for more rows of a page read a moment before.
         :returns: a list of dicts, one per instance in the page's order,
             with the joins ``attrs`` ask for; each has an ``id`` from which
-            ``nova_ext.index.ids`` gives the cell and the cell-local id.
+            ``nova_ext.index.ids`` gives the cell and the cell-local id. A
+            :class:`Page` where the driver knows the state they are of.
         :raises Unservable: as :meth:`get_instance_objects_sorted`.
         :raises Unavailable: as :meth:`get_instance_objects_sorted`.
         """
@@ -206,10 +218,14 @@ class RowsDriver(InstanceListDriver):
         return {}
 
     @abc.abstractmethod
-    def volumes(self, ctx, uuids):
+    def volumes(self, ctx, uuids, generation=None):
         """The volumes of some instances, as Nova's server view shows them.
 
         As Nova's ``ViewBuilder._get_instance_bdms_in_multiple_cells``.
+
+        :param generation: the ``generation`` of the :class:`Page` that
+            lists them, if known: the volumes are of that state or a later
+            one, never of an earlier one than the rows'.
 
         :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
         """

@@ -223,13 +223,16 @@ class IndexDriver(base.RowsDriver):
         if catch_up and columns is not None:
             pages, page_key, now = self.page_key(ctx, query, settled)
         if page_key is not None:
-            kept = page_cache.current(
+            kept, at = page_cache.current_at(
                 pages, page_key, now, db.get_engine(self.conf),
                 functools.partial(page_patch.bring, self, ctx, query))
             if kept is not None:
                 if marker is not None:
                     check_marker_mapped(ctx, marker)
-                records = [dict(row) for row in kept]
+                records = base.Page(dict(row) for row in kept)
+                # Kept or brought: the index's rows at that generation. A
+                # page listed anew may have read a later state than ``now``.
+                records.generation = at
                 self.catch_up.check_archived(ctx, records)
                 return records
         records, lister, error = self._list(
@@ -359,13 +362,13 @@ class IndexDriver(base.RowsDriver):
     def spec_digests(self, uuids):
         return index_reads.spec_digests(self, uuids)
 
-    def volumes(self, ctx, uuids):
+    def volumes(self, ctx, uuids, generation=None):
         """The volumes of some instances, as Nova's server view shows them.
 
         :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``,
             see ``index_reads.volumes``.
         """
-        return index_reads.volumes(self, ctx, uuids)
+        return index_reads.volumes(self, ctx, uuids, generation)
 
     def fill_services(self, ctx, instances, cell_of):
         self.services.fill(ctx, instances, cell_of)

@@ -74,7 +74,7 @@ def reading(driver, ctx):
             yield ictx
 
 
-def volumes(driver, ctx, uuids):
+def volumes(driver, ctx, uuids, generation=None):
     """The volumes of some instances, as Nova's server view shows them.
 
     Nova's view reads every cell of the page for the block device mappings
@@ -88,12 +88,19 @@ def volumes(driver, ctx, uuids):
     several are therefore read from its cell, as Nova reads them, at each
     request; a page reads the cells only for those.
 
+    :param generation: the index's generation the page's rows are the
+        state at, if known: the page's volumes are read at it (kept from
+        then, or brought to it), which needs no read of the generation of
+        their own. Otherwise the generation is read now, after the rows:
+        volumes older than the rows they are shown with would be an answer
+        Nova, which reads them after its instances, never gives.
     :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
     """
     found = collections.defaultdict(list)
     if not uuids:
         return found
-    pages, key, now = driver.page_key(ctx, ('volumes', tuple(uuids)))
+    pages, key, now = driver.page_key(ctx, ('volumes', tuple(uuids)),
+                                      generation)
     indexed = None
     if key is not None:
         indexed = page_cache.current(

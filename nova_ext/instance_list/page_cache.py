@@ -101,14 +101,24 @@ def current(pages, key, now, engine, bring):
     :param bring: ``bring(value, uuids)``: ``value`` with the instances
         of ``uuids`` read again, or None where that cannot tell it.
     """
+    return current_at(pages, key, now, engine, bring)[0]
+
+
+def current_at(pages, key, now, engine, bring):
+    """As :func:`current`: ``(value, the generation it is the state at)``.
+
+    ``(None, None)`` where nothing is kept. The generation is ``now``, or
+    the later one the page was brought to: what a request reads beside
+    the page at that generation is of the same state.
+    """
     kept = pages.get(key)
     if kept is None:
         pages.outcomes['missed'] += 1
-        return None
+        return None, None
     then, value = kept
     if then == now:
         pages.outcomes['kept'] += 1
-        return value
+        return value, now
     for _ in range(BRINGS):
         # None from another index (or one restored from a backup), or for
         # a page kept by a request that began after this one.
@@ -125,7 +135,7 @@ def current(pages, key, now, engine, bring):
         if moved == now:
             keep(pages, key, now, value)
             pages.outcomes['brought'] += 1
-            return value
+            return value, now
         then, now = now, moved
     pages.outcomes['listed'] += 1
-    return None
+    return None, None

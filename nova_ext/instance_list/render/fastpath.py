@@ -239,8 +239,9 @@ class PageVolumes(object):
     an entry of the driver's page cache that only pushes the pages out.
     """
 
-    def __init__(self, driver):
+    def __init__(self, driver, generation=None):
         self._driver = driver
+        self._generation = generation
         self._asked = set()
         self._found = {}
 
@@ -248,7 +249,8 @@ class PageVolumes(object):
         """``{uuid: [{'volume_id', 'delete_on_termination'}]}`` of uuids."""
         missing = [uuid for uuid in uuids if uuid not in self._asked]
         if missing:
-            self._found.update(self._driver.volumes(ctx, missing))
+            self._found.update(self._driver.volumes(
+                ctx, missing, generation=self._generation))
             self._asked.update(missing)
         found = collections.defaultdict(list)
         found.update((uuid, self._found[uuid]) for uuid in uuids
@@ -337,7 +339,7 @@ def render_cached(driver, listing, records, cache, bodies=None,
         instance.full = False
         instance.render_version = versions.get(instance.uuid)
     builder = view.builder()
-    volumes = PageVolumes(driver)
+    volumes = PageVolumes(driver, getattr(records, 'generation', None))
     with _page_render(cache, listing) as render, request_specs.given():
         kept = None
         if bodies is not None:

@@ -28,6 +28,7 @@ heartbeat or time says its services may give another status.
 
 import contextlib
 import datetime
+import threading
 
 import fixtures
 import nova.conf as nova_conf
@@ -45,16 +46,19 @@ ANY_STATUS = 'os_compute_api:servers:show:host_status'
 
 
 @contextlib.contextmanager
-def _reads(table, where='', unless=None):
+def _reads(table, where='', unless=None, thread=None):
     """Collect the databases (URLs) any engine reads ``table`` from.
 
     :param where: text the statement must hold too: the computes' heartbeats
         read their service row meanwhile, by id, which must not count.
     :param unless: text of statements that do not count.
+    :param thread: the ident of the only thread whose reads count.
     """
     seen = []
 
     def listen(conn, cursor, statement, *args):
+        if thread is not None and threading.get_ident() != thread:
+            return
         if ('FROM %s' % table in statement and where in statement and
                 not (unless and unless in statement)):
             seen.append(str(conn.engine.url))
@@ -254,6 +258,43 @@ class TestPageVolumes(test_index_parity.IndexTestCase):
         return {s['id']: s['os-extended-volumes:volumes_attached']
                 for s in got.json()['servers']}
 
+    def _delete_on_termination(self, server, vol):
+        """The update of 2.85, which Nova does not notify."""
+        self.api.microversion = '2.85'
+        self.api.api_put(
+            '/servers/%s/os-volume_attachments/%s' % (server['id'], vol),
+            {'volumeAttachment': {'volumeId': vol,
+                                  'delete_on_termination': True}},
+            check_response_status=[202])
+
+    def test_a_kept_page_dates_its_volumes_by_its_generation(self):
+        """A page kept at a generation reads its volumes at the same one.
+
+        A page listed anew may show a later state than the generation
+        read before it, so its volumes are read at a generation read after
+        it. A kept page is the index's state at its generation: its
+        volumes are read at that one, without a read of their own.
+        """
+        vol = nova_fixtures.CinderFixture.SWAP_OLD_VOL
+        server = self._create_server(host='compute1-1', networks='none')
+        self._attach_volume(server, vol)
+        uri = 'servers/detail?all_tenants=1'
+        self.index.wait_fresh()
+        reads = []
+        for _ in range(2):
+            with _reads('nova_ext_index_generation',
+                        thread=threading.get_ident()) as read:
+                got = self.assertSameAnswer(self.admin_api, uri)
+            self.assertEqual(200, got.status_code, got.text)
+            reads.append(len(read))
+        # The settled read of each, and the first's read for its volumes.
+        self.assertEqual([2, 1], reads)
+
+        # Brought up to date, the page and its volumes are of one state.
+        self._delete_on_termination(server, vol)
+        self.assertEqual([{'id': vol, 'delete_on_termination': True}],
+                         self._volumes()[server['id']])
+
     def test_volumes_follow_the_server(self):
         vol = nova_fixtures.CinderFixture.SWAP_OLD_VOL
         server = self._create_server(host='compute1-1', networks='none')
@@ -262,12 +303,7 @@ class TestPageVolumes(test_index_parity.IndexTestCase):
                          self._volumes()[server['id']])
 
         # Nova sends no notification for this one.
-        self.api.microversion = '2.85'
-        self.api.api_put(
-            '/servers/%s/os-volume_attachments/%s' % (server['id'], vol),
-            {'volumeAttachment': {'volumeId': vol,
-                                  'delete_on_termination': True}},
-            check_response_status=[202])
+        self._delete_on_termination(server, vol)
         self.assertEqual(0, pending.count(self.index.engine))
         self.assertEqual([{'id': vol, 'delete_on_termination': True}],
                          self._volumes()[server['id']])

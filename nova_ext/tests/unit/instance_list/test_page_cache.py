@@ -144,11 +144,15 @@ class TestCurrent(index_base.IndexDBTestCase):
             if moves:
                 self.write(moves.pop())
             return self.bring(value, changed)
-        # The instances written meanwhile are read again, from there.
-        self.assertEqual(('a', 'u-1', 'u-2'), self.current(now, bring))
+        # The instances written meanwhile are read again, from there: the
+        # page is the state of the later generation.
+        value, at = page_cache.current_at(self.pages, self.KEY, now,
+                                          self.engine, bring)
+        self.assertEqual(('a', 'u-1', 'u-2'), value)
         self.assertEqual([{'u-1'}, {'u-2'}], self.brought)
         later = self.now()
         self.assertNotEqual(now, later)
+        self.assertEqual(later, at)
         # Kept as of the generation it was brought to.
         self.assertEqual(('a', 'u-1', 'u-2'), self.current(later))
         self.assertEqual({'brought': 1, 'kept': 1},
@@ -164,3 +168,14 @@ class TestCurrent(index_base.IndexDBTestCase):
         self.assertIsNone(self.current(now, bring))
         self.assertEqual(page_cache.BRINGS, len(self.brought))
         self.assertEqual({'listed': 1}, dict(self.pages.outcomes))
+
+    def test_the_generation_a_page_is_at(self):
+        now = self.now()
+        self.assertEqual((None, None), page_cache.current_at(
+            self.pages, self.KEY, now, self.engine, self.bring))
+        page_cache.keep(self.pages, self.KEY, now, ('a',))
+        self.assertEqual((('a',), now), page_cache.current_at(
+            self.pages, self.KEY, now, self.engine, self.bring))
+        later = self.write('u-1')
+        self.assertEqual((('a', 'u-1'), later), page_cache.current_at(
+            self.pages, self.KEY, later, self.engine, self.bring))

@@ -42,7 +42,7 @@ class _Volumes(object):
     def __init__(self, found):
         self.found = found
 
-    def volumes(self, context, uuids):
+    def volumes(self, context, uuids, generation=None):
         return {uuid: self.found[uuid] for uuid in uuids
                 if uuid in self.found}
 
