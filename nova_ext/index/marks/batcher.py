@@ -213,6 +213,19 @@ class Batcher(object):
             self._retry = True
             self._cond.notify_all()
 
+    def index_back(self):
+        """The index took a write of this process: retry a failed commit now.
+
+        Its changes are unknown to every other process until recorded, and
+        the pause after a failed commit grows to :data:`MAX_BACKOFF`: the
+        index back (this process's heartbeat, every
+        ``holder_heartbeat_interval``) cuts it short.
+        """
+        with self._cond:
+            if self._failing:
+                self._retry = True
+                self._cond.notify_all()
+
     @property
     def buffered(self):
         with self._cond:

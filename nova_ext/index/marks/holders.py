@@ -71,6 +71,8 @@ class Lease(object):
         self._tokens = itertools.count(1)
         self._stop = threading.Event()
         self._thread = None
+        #: Called after each heartbeat the index took.
+        self.on_beat = None
 
     @property
     def name(self):
@@ -172,6 +174,8 @@ class Lease(object):
                 LOG.info('nova_ext index: heartbeats of holder %s again',
                          self.name)
             failing = False
+            if self.on_beat is not None:
+                self.on_beat()
 
     def stop(self):
         self._stop.set()

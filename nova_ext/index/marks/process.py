@@ -87,8 +87,11 @@ def get_batcher(conf):
             # The lease first: atexit runs its hooks last in, first out,
             # and the holder row is to go only after the batcher's last
             # record, whose holds name it.
-            holders.get_lease(conf)
+            lease = holders.get_lease(conf)
             _BATCHER = batcher.Batcher(conf, wake=wake)
+            # A heartbeat is often the first write the index takes after
+            # an outage; this process's unrecorded changes follow it then.
+            lease.on_beat = _BATCHER.index_back
             atexit.register(record_at_exit, conf, _BATCHER)
             _record_at_stop(conf, _BATCHER)
         return _BATCHER

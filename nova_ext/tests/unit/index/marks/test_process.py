@@ -12,8 +12,14 @@
 """What a process records at its exit (the whole exit, in a process of
 its own: ``nova_ext.tests.functional.test_capture_exit``)."""
 
-import fixtures
+import time
 
+import fixtures
+from oslo_db import exception as db_exc
+
+from nova_ext.index.marks import batcher
+from nova_ext.index.marks import holders
+from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
 from nova_ext.tests.unit.index import base as index_base
 
@@ -54,3 +60,32 @@ class TestRecordAtExit(index_base.BatcherTestCase):
         process.record_at_exit(self.conf.conf, running)
         self.assertEqual('', self.log.output)
         self.assertEqual({}, self.marked())
+
+
+class TestIndexBack(index_base.BatcherTestCase):
+
+    def test_a_heartbeat_has_a_failed_commit_retried_at_once(self):
+        # No other process knows of the changes until they are recorded:
+        # not after a pause of a minute, but at the next heartbeat.
+        self.flags(holder_heartbeat_interval=0.1, group='nova_ext_index')
+        self.useFixture(fixtures.MockPatchObject(batcher, 'BACKOFF', 60))
+        self.useFixture(fixtures.MockPatchObject(batcher, 'MAX_BACKOFF', 60))
+        self.addCleanup(holders.reset)
+        self.addCleanup(process.reset)
+        real, calls = self.real_mark, []
+
+        def fails_once(engine, changes, holds=(), releases=(),
+                       timeout=None):
+            calls.append(dict(changes))
+            if len(calls) == 1:
+                raise db_exc.DBError('index away')
+            return real(engine, changes, holds, releases, timeout=timeout)
+        pending.mark.side_effect = fails_once
+        running = process.get_batcher(self.conf.conf)
+        holders.get_lease(self.conf.conf).ensure(self.engine)
+        running.add('a', 1.0)
+        deadline = time.monotonic() + 10
+        while not self.marked() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual({'a': (1.0, 1.0)}, self.marked())
+        self.assertEqual(1, running.failures)
