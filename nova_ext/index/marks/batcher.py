@@ -222,9 +222,9 @@ class Batcher(object):
         ``holder_heartbeat_interval``) cuts it short.
         """
         with self._cond:
+            # The condition's lock is reentrant.
             if self._failing:
-                self._retry = True
-                self._cond.notify_all()
+                self.retry()
 
     @property
     def buffered(self):

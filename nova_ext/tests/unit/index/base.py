@@ -17,6 +17,7 @@ import os
 import sqlite3
 
 import fixtures
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from nova_ext.index.apply import refresh
@@ -116,6 +117,18 @@ class BatcherTestCase(IndexDBTestCase):
         self.useFixture(fixtures.MockPatchObject(pending, 'mark',
                                                  side_effect=recording))
         self.useFixture(fixtures.MockPatchObject(batcher, 'BACKOFF', 0.01))
+
+    def fail_first(self, times):
+        """Have the first ``times`` batches fail; the batches asked, kept."""
+        real, calls = self.real_mark, []
+
+        def failing(engine, changes, holds=(), releases=(), timeout=None):
+            calls.append(dict(changes))
+            if len(calls) <= times:
+                raise db_exc.DBError('index away')
+            return real(engine, changes, holds, releases, timeout=timeout)
+        pending.mark.side_effect = failing
+        return calls
 
     def batcher(self, size=100, delay=10.0, release_delay=None):
         running = batcher.Batcher(self.conf.conf, size=size, delay=delay,

@@ -13,10 +13,8 @@
 import time
 
 import fixtures
-from oslo_db import exception as db_exc
 
 from nova_ext.index.marks import batcher as batcher_mod
-from nova_ext.index.marks import pending
 from nova_ext.tests.unit.index import base as index_base
 
 
@@ -57,15 +55,7 @@ class TestBatcher(index_base.BatcherTestCase):
         self.assertEqual([{'a': (1.0, 1.0), 'b': (1.0, 1.0)}], self.batches)
 
     def test_a_mark_failing_twice_loses_nothing(self):
-        real, calls = self.real_mark, []
-
-        def fails_twice(engine, changes, holds=(), releases=(),
-                        timeout=None):
-            calls.append(dict(changes))
-            if len(calls) <= 2:
-                raise db_exc.DBError('index away')
-            return real(engine, changes, holds, releases, timeout=timeout)
-        pending.mark.side_effect = fails_twice
+        calls = self.fail_first(2)
         batcher = self.batcher(delay=0.001)
         ticket = batcher.add('a', 1.0)
         # While it fails, a consumer does not wait for it.

@@ -15,11 +15,9 @@ its own: ``nova_ext.tests.functional.test_capture_exit``)."""
 import time
 
 import fixtures
-from oslo_db import exception as db_exc
 
 from nova_ext.index.marks import batcher
 from nova_ext.index.marks import holders
-from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
 from nova_ext.tests.unit.index import base as index_base
 
@@ -72,15 +70,7 @@ class TestIndexBack(index_base.BatcherTestCase):
         self.useFixture(fixtures.MockPatchObject(batcher, 'MAX_BACKOFF', 60))
         self.addCleanup(holders.reset)
         self.addCleanup(process.reset)
-        real, calls = self.real_mark, []
-
-        def fails_once(engine, changes, holds=(), releases=(),
-                       timeout=None):
-            calls.append(dict(changes))
-            if len(calls) == 1:
-                raise db_exc.DBError('index away')
-            return real(engine, changes, holds, releases, timeout=timeout)
-        pending.mark.side_effect = fails_once
+        self.fail_first(1)
         running = process.get_batcher(self.conf.conf)
         holders.get_lease(self.conf.conf).ensure(self.engine)
         running.add('a', 1.0)
