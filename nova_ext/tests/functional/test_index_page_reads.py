@@ -290,10 +290,15 @@ class TestPageVolumes(test_index_parity.IndexTestCase):
         # The settled read of each, and the first's read for its volumes.
         self.assertEqual([2, 1], reads)
 
-        # Brought up to date, the page and its volumes are of one state.
+        # Brought up to date, the page and its volumes are of one state:
+        # Nova's answer right after the change, served by nova_ext.
         self._delete_on_termination(server, vol)
+        got = self.assertSameAnswer(self.admin_api, uri)
+        self.assertEqual(200, got.status_code, got.text)
+        shown = {s['id']: s['os-extended-volumes:volumes_attached']
+                 for s in got.json()['servers']}
         self.assertEqual([{'id': vol, 'delete_on_termination': True}],
-                         self._volumes()[server['id']])
+                         shown[server['id']])
 
     def test_volumes_follow_the_server(self):
         vol = nova_fixtures.CinderFixture.SWAP_OLD_VOL
