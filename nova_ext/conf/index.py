@@ -163,11 +163,16 @@ recorded in the index (see ``capture``).
 
 A write whose changes could not be recorded in time goes on; the changes
 are kept in memory and retried, and until they are recorded this process
-answers list requests from Nova's own path. After one such wait, later
-writes do not wait at all until a recording succeeds again, so an index
-that cannot be written never slows Nova by more than this once. On MySQL
-and MariaDB, whose lock waits count whole seconds, a write waits at most
-one second for another writer's row or table lock.
+answers list requests from Nova's own path. No other process knows of them
+meanwhile, so after its commit the write waits until the others have
+stopped listing from the index by this process's last heartbeat (twice
+``holder_heartbeat_interval`` after it), or until the changes are
+recorded, whichever comes first. Later writes do not wait for the index
+until a recording succeeds again, and wait after their commit for the same
+moment, so an index that cannot be written slows Nova by at most this plus
+twice ``holder_heartbeat_interval``, once. On MySQL and MariaDB, whose
+lock waits count whole seconds, a write waits at most one second for
+another writer's row or table lock.
 """),
     cfg.FloatOpt(
         'capture_release_delay',
@@ -194,9 +199,17 @@ Seconds between two heartbeats of a process that holds marks (see
 ``capture``).
 
 Each such process counts a number up in the index database at this
-interval while it lives, so that the others can tell when it has died
-with Nova transactions in flight (see ``holder_timeout``). One small write
-per process per interval.
+interval while it lives, once it has recorded every change it learned of,
+so that the others can tell when it has died with Nova transactions in
+flight (see ``holder_timeout``), and whether it holds changes they cannot
+know of. A nova-api process lists from the index only while it has seen
+every other holder's count move in the last two intervals (it reads the
+holders four times per interval, by its own clock); a process that cannot
+record its changes stops counting, and its writes wait until those two
+intervals have passed (see ``capture_timeout``). Shorter intervals make
+that wait shorter, and the lists that follow a new process's first write,
+which go to Nova's path until its count is seen to move, fewer. One small
+write per holder, and four small reads per nova-api process, per interval.
 """),
     cfg.FloatOpt(
         'holder_timeout',
@@ -213,7 +226,9 @@ dead process's transactions left. Set it well above
 ``holder_heartbeat_interval`` and above the longest a live process can
 stall (a pause of the whole interpreter): the holds of a process taken for
 dead stop protecting its transactions, and the process logs a warning when
-it finds out.
+it finds out. Until a dead holder is released, list requests go to Nova's
+path (see ``holder_heartbeat_interval``); a reader counts only while it can
+read the holders: after an outage of the index, the count starts again.
 """),
     cfg.IntOpt(
         'catch_up_limit',

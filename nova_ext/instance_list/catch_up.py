@@ -28,6 +28,8 @@ from nova_ext.index import generation
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
+from nova_ext.index.marks import watch
+from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import rules
 from nova_ext.instance_list import base
 
@@ -141,6 +143,7 @@ class CatchUp(object):
 
     def _apply(self, ctx, check):
         self._record_own()
+        self._others_recorded()
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
         waiting, now = generation.settled(engine)
@@ -148,7 +151,7 @@ class CatchUp(object):
             return now
         # The holds of a process that died stop counting here too, not
         # only where an indexer runs.
-        holders.get_watch(self.conf).settle(engine)
+        watch.get_watch(self.conf).settle(engine)
         with self._lock:
             # Another thread may have applied them meanwhile.
             taken = pending.take(engine, limit + 1)
@@ -191,6 +194,21 @@ class CatchUp(object):
             count, _ = unrecorded()
         if count:
             raise base.Unservable(rules.unrecorded(count))
+
+    def _others_recorded(self):
+        """Raise Unservable unless every holder beat lately.
+
+        A change another process could not record is known to that
+        process alone; it beats again only once the change is recorded,
+        and the write that made it waits until this process can no
+        longer take the holder's last beat for recent (``witness``).
+        """
+        own = holders.get_lease(self.conf).name
+        reason = rules.silent(
+            witness.get_witness(self.conf).silent(own=own),
+            holders.window(self.conf))
+        if reason:
+            raise base.Unservable(reason)
 
     def check_archived(self, ctx, records):
         """Hand to Nova a page showing servers Nova has archived.

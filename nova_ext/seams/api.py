@@ -39,6 +39,7 @@ from nova_ext.api import routes
 from nova_ext import compat
 from nova_ext import conf as ext_conf
 from nova_ext import exception
+from nova_ext.index.marks import witness
 from nova_ext.instance_list import serving
 from nova_ext import startup_log
 
@@ -111,6 +112,10 @@ def attach_instance_list(conf):
     serving.attached(stock, selector)
     nova_instance_list.get_instance_objects_sorted = (
         get_instance_objects_sorted)
+    if conf.nova_ext_instance_list.driver == 'index':
+        # The index answers once every holder of marks was seen beating
+        # (``witness``): seen from now, not from the first list.
+        witness.get_witness(conf)
     startup_log.info(LOG, 'nova_ext instance list driver %s attached to '
                      'nova-api', conf.nova_ext_instance_list.driver)
     return selector
@@ -123,6 +128,7 @@ def detach_instance_list():
     stock = serving.detached()
     if stock is not None:
         nova_instance_list.get_instance_objects_sorted = stock
+    witness.reset()
 
 
 @contextlib.contextmanager

@@ -25,9 +25,9 @@ import sqlalchemy as sa
 from nova_ext.index.apply import source
 from nova_ext.index.apply import writer
 from nova_ext.index import db
-from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import sequence
+from nova_ext.index.marks import watch
 from nova_ext.index import schema
 from nova_ext.seams.internals import api_db
 from nova_ext.seams.internals import cells as nova_cells
@@ -357,7 +357,7 @@ def process_pending(ctx, conf, limit=None, skip=None, done=None):
         ``while process_pending(...)`` does not spin on failing marks.
     """
     engine = db.get_engine(conf)
-    holders.get_watch(conf).settle(engine)
+    watch.get_watch(conf).settle(engine)
     taken = pending.take(engine, limit or conf.nova_ext_index.batch_size,
                          skip=set(skip or ()) | set(done or ()))
     if not taken:

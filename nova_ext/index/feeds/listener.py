@@ -34,6 +34,7 @@ from nova_ext.index import db
 from nova_ext.index.feeds import events
 from nova_ext.index.feeds import service_changes
 from nova_ext.index.marks import pending
+from nova_ext.index.marks import witness
 from nova_ext.index.repair import reconcile
 
 LOG = logging.getLogger(__name__)
@@ -160,6 +161,11 @@ class Indexer(object):
                  self.conf.nova_ext_index.notification_batch_timeout)
         if self.reconciler is not None:
             self.reconciler.start()
+        if self.worker is not None:
+            # Reads the holders four times an interval, which keeps this
+            # process's watch of dead holders going (``watch``): the marks
+            # they held are the worker's to re-read.
+            witness.get_witness(self.conf)
 
     def stop(self):
         if self.reconciler is not None:
@@ -169,4 +175,5 @@ class Indexer(object):
         self.listener.stop()
         self.listener.wait()
         if self.worker is not None:
+            witness.reset()
             self.worker.stop()

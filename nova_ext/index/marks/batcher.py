@@ -213,18 +213,20 @@ class Batcher(object):
             self._retry = True
             self._cond.notify_all()
 
-    def index_back(self):
-        """The index took a write of this process: retry a failed commit now.
+    def recorded_all(self, timeout):
+        """Whether everything added so far is committed, within ``timeout``.
 
-        Its changes are unknown to every other process until recorded, and
-        the pause after a failed commit grows to :data:`MAX_BACKOFF`: the
-        index back (this process's heartbeat, every
-        ``holder_heartbeat_interval``) cuts it short.
+        A failed commit is retried at once: this is asked before each
+        heartbeat of this process's holder (``holders.Lease.ready``), and
+        its changes are unknown to every other process until recorded,
+        while the pause after a failed commit grows to
+        :data:`MAX_BACKOFF`.
         """
         with self._cond:
             # The condition's lock is reentrant.
             if self._failing:
                 self.retry()
+        return self.flush(timeout)
 
     @property
     def buffered(self):

@@ -66,6 +66,9 @@ TRACKED = {
 #: is to release: ``{uuid: (holder, token)}``.
 HELD_KEY = 'nova_ext_held_instances'
 
+#: And the instances whose marks the index did not take in time.
+UNRECORDED_KEY = 'nova_ext_unrecorded_instances'
+
 
 class Unknown(Exception):
     """A write to a tracked table whose instances cannot be told."""
@@ -234,7 +237,9 @@ def hold(conf, session, uuids):
                         len(uuids), type(e).__name__, e)
             batcher.stall()
     # Kept and retried by the batcher; until then this process's lists are
-    # Nova's (process.held()), and the writes that follow do not wait.
+    # Nova's (process.held()), and the writes that follow do not wait here
+    # (release() fences them).
+    session.info.setdefault(UNRECORDED_KEY, set()).update(uuids)
     name = lease.name
     held.update((u, (name, token)) for u in uuids)
     batcher.add_all(sorted(uuids), now,
@@ -251,11 +256,31 @@ def release(conf, session):
     release is recorded.
     """
     held = session.info.pop(HELD_KEY, None)
+    unrecorded = session.info.pop(UNRECORDED_KEY, None)
     if held:
         lease = holders.get_lease(conf)
         covered = all(lease.current(name) for name, _token in held.values())
-        process.get_batcher(conf).add_all(
+        batcher = process.get_batcher(conf)
+        batcher.add_all(
             sorted(held), time.time(),
             releases=[(u, name, token)
                       for u, (name, token) in held.items()],
             covered=covered)
+        if unrecorded:
+            fence(lease, batcher, unrecorded)
+
+
+def fence(lease, batcher, uuids):
+    """Hold back a write whose changes of ``uuids`` are not recorded.
+
+    Nova goes on once no other process serves lists from the index
+    without knowing that this one has changes unrecorded
+    (``holders.Lease.fence``), or once they are recorded. After the
+    commit, when it no longer holds Nova's locks.
+    """
+    waited = lease.fence(lambda: not uuids.intersection(batcher.held()))
+    if waited >= holders.FENCE_POLL:
+        LOG.warning('nova_ext index: a Nova write waited %.1f s for the '
+                    'other processes to stop listing servers from the '
+                    'index without its changes of %d instances, which the '
+                    'index could not take', waited, len(uuids))

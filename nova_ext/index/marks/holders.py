@@ -22,7 +22,7 @@ So each process that holds marks is a *holder*: a row of the holders table
 whose ``beats`` it counts up every ``holder_heartbeat_interval``
 (:class:`Lease`), and under whose name it records each hold. A hold counts
 only while its holder's row is there. Whoever re-reads marks watches the
-counts (:class:`Watch`): a count that has not moved for ``holder_timeout``
+counts (``watch``): a count that has not moved for ``holder_timeout``
 by the watcher's own monotonic clock is a dead holder's, whose row the
 watcher deletes, renewing the marks it held, so that they are re-read by a
 read that begins after the holder died. No host's clock is compared with
@@ -30,6 +30,14 @@ another's.
 
 A holder that finds its row gone (taken for dead while it stalled) takes a
 new name: the holds of the old one do not count any more.
+
+A beat says more: that the holder has recorded every change it learned of
+before the beat (:attr:`Lease.ready`). A write whose changes the index
+could not take in time (``capture``) is known to its own process only;
+the other processes serve lists from the index only while each holder
+has lately shown, by such a beat, that it has nothing unrecorded
+(``nova_ext.index.marks.witness``), and the write waits, before it goes
+on, until that can no longer be said of its process (:meth:`Lease.fence`).
 """
 
 import atexit
@@ -53,7 +61,22 @@ LOG = logging.getLogger(__name__)
 HOLDERS, HOLDS = schema.HOLDERS, schema.HOLDS
 
 _LOCK = threading.Lock()
-_LEASE = _WATCH = None
+_LEASE = None
+
+#: How many heartbeat intervals a beat vouches for a holder: others serve
+#: lists from the index for that long after they saw it
+#: (``nova_ext.index.marks.witness``), and a write that could not be
+#: recorded waits that long after the last beat (:meth:`Lease.fence`).
+WINDOW = 2.0
+
+
+#: Seconds between two looks of a waiting write at its changes (fence()).
+FENCE_POLL = 0.05
+
+
+def window(conf):
+    """Seconds a heartbeat vouches that its holder recorded everything."""
+    return WINDOW * conf.nova_ext_index.holder_heartbeat_interval
 
 
 class Lease(object):
@@ -71,8 +94,17 @@ class Lease(object):
         self._tokens = itertools.count(1)
         self._stop = threading.Event()
         self._thread = None
-        #: Called after each heartbeat the index took.
-        self.on_beat = None
+        #: Called before each heartbeat, with the seconds it may take:
+        #: whether everything this process learned of so far is recorded.
+        #: A holder that says no does not beat.
+        self.ready = None
+        # How many writes that vouch for this holder (beats, and the row's
+        # first record) are under way, from before their ready() check,
+        # and when the last one that was written ended (monotonic): see
+        # fence().
+        self._beats = threading.Condition()
+        self._vouching = 0
+        self._beat_end = None
 
     @property
     def name(self):
@@ -96,14 +128,19 @@ class Lease(object):
                 return self._name
             name = self._name
         # Not under the lock: a thread inside a Nova transaction must not
-        # wait for another (see capture.hold).
+        # wait for another (see capture.hold). Recorded with a first beat
+        # where everything is recorded already: readers take a row new to
+        # them for a beat (``witness``), and need not wait for the next.
+        clean = self._vouch()
         try:
             with db.begin_write(engine, timeout, cooperative) as conn:
                 conn.execute(sa.insert(HOLDERS).values(
                     holder=name, host=socket.gethostname(), pid=self.pid,
-                    beats=0, started_at=time.time()))
+                    beats=1 if clean else 0, started_at=time.time()))
         except (db_exc.DBDuplicateEntry, sa.exc.IntegrityError):
             pass  # another thread of this process recorded it
+        finally:
+            self._vouched(clean)
         with self._lock:
             if self._name == name:
                 self._recorded = url
@@ -130,17 +167,28 @@ class Lease(object):
                       '(%s: %s)', name, type(e).__name__, e)
 
     def beat(self):
-        """Count this holder's beats up; False if it was taken for dead."""
+        """Count this holder's beats up; False if it was taken for dead.
+
+        Only once :attr:`ready` says that everything this process learned
+        of is recorded: True without a beat otherwise.
+        """
         with self._lock:
             name, url = self._name, self._recorded
         if url is None or url != db.connection_url(self.conf):
             return True
-        with db.begin_write(db.get_engine(self.conf),
-                            self.conf.nova_ext_index.holder_timeout / 2,
-                            ) as conn:
-            counted = conn.execute(sa.update(HOLDERS).where(
-                HOLDERS.c.holder == name).values(
-                beats=HOLDERS.c.beats + 1)).rowcount
+        interval = self.conf.nova_ext_index.holder_heartbeat_interval
+        written = self._vouch(interval / 2)
+        try:
+            if not written:
+                return True
+            with db.begin_write(db.get_engine(self.conf),
+                                self.conf.nova_ext_index.holder_timeout / 2,
+                                ) as conn:
+                counted = conn.execute(sa.update(HOLDERS).where(
+                    HOLDERS.c.holder == name).values(
+                    beats=HOLDERS.c.beats + 1)).rowcount
+        finally:
+            self._vouched(written)
         if counted:
             return True
         with self._lock:
@@ -157,10 +205,75 @@ class Lease(object):
                     self.conf.nova_ext_index.holder_timeout)
         return False
 
+    def _vouch(self, timeout=0.0):
+        """Before a write that vouches: whether everything is recorded.
+
+        Counted as under way from before the check (see :meth:`fence`);
+        :meth:`_vouched` must follow.
+        """
+        with self._beats:
+            self._vouching += 1
+        try:
+            return self.ready is None or bool(self.ready(timeout))
+        except Exception:
+            self._vouched(False)
+            raise
+
+    def _vouched(self, written):
+        """After it; ``written``: whether it was tried.
+
+        One that failed counts too: the index may have taken it.
+        """
+        with self._beats:
+            if written:
+                self._beat_end = time.monotonic()
+            self._vouching -= 1
+            self._beats.notify_all()
+
+    def fence(self, recorded):
+        """After a write whose changes the index could not take: wait.
+
+        Until no other process can still be serving lists from the index
+        by this holder's last beat (:data:`WINDOW` intervals after it,
+        by this process's clock), or until ``recorded()``: from then on
+        they see the changes' marks, or that this holder has not beaten.
+        A beat under way, which may have found everything recorded before
+        these changes came, counts as the last. Every write of a holder
+        that has not beaten since waits for the same moment, so Nova is
+        slowed once for each time the index cannot take its changes.
+
+        A process whose row the index has not taken yet is unknown to the
+        others, who cannot wait for it: its write waits as long from now,
+        for its changes to be recorded (as they are, once another writer
+        lets go of the index's lock), and then goes on.
+
+        :param recorded: whether the index has taken the changes.
+        :returns: the seconds waited.
+        """
+        started = time.monotonic()
+        with self._beats:
+            self._beats.wait_for(lambda: not self._vouching)
+            end = self._beat_end
+        if end is None and self.current(self.name):
+            # Recorded without a beat, and none since: no other process
+            # serves lists by this holder.
+            return 0.0
+        deadline = (started if end is None else end) + window(self.conf)
+        while not recorded():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(left, FENCE_POLL))
+        return time.monotonic() - started
+
     def _run(self):
         failing = False
-        while not self._stop.wait(
+        # The first beat at once: until a holder has beaten, no other
+        # process serves lists from the index (``witness``).
+        first = True
+        while first or not self._stop.wait(
                 self.conf.nova_ext_index.holder_heartbeat_interval):
+            first = False
             try:
                 self.beat()
             except Exception as e:
@@ -174,8 +287,6 @@ class Lease(object):
                 LOG.info('nova_ext index: heartbeats of holder %s again',
                          self.name)
             failing = False
-            if self.on_beat is not None:
-                self.on_beat()
 
     def stop(self):
         self._stop.set()
@@ -198,79 +309,17 @@ def get_lease(conf):
         return _LEASE
 
 
-def get_watch(conf):
-    """This process's :class:`Watch`, made on first use."""
-    global _WATCH
-    with _LOCK:
-        if _WATCH is None:
-            _WATCH = Watch(conf)
-        return _WATCH
-
-
 def reset():
-    """Stop this process's heartbeat; the next hold makes a new holder."""
-    global _LEASE, _WATCH
+    """Release this process's holder, as at its exit, and stop its beats.
+
+    The next hold makes a new holder.
+    """
+    global _LEASE
     with _LOCK:
-        (lease, _LEASE), _WATCH = (_LEASE, None), None
+        lease, _LEASE = _LEASE, None
     if lease is not None and lease.pid == os.getpid():
+        lease._exit()
         lease.stop()
-
-
-class Watch(object):
-    """Tells dead holders by their beats, by this process's clock."""
-
-    def __init__(self, conf):
-        self.conf = conf
-        self._lock = threading.Lock()
-        # {holder: (beats, monotonic time they were first seen)}
-        self._seen = {}
-        self._due = 0.0
-
-    def dead(self, engine, now=None):
-        """The holders whose beats stood still for ``holder_timeout``.
-
-        ``[(holder, host, pid, beats)]``; the holders table is read at
-        most once per ``holder_heartbeat_interval``.
-        """
-        options = self.conf.nova_ext_index
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            if now < self._due:
-                return []
-            self._due = now + options.holder_heartbeat_interval
-        with engine.connect() as conn:
-            rows = conn.execute(sa.select(
-                HOLDERS.c.holder, HOLDERS.c.host, HOLDERS.c.pid,
-                HOLDERS.c.beats)).all()
-        dead = []
-        with self._lock:
-            seen = {}
-            for row in rows:
-                beats, since = self._seen.get(row.holder, (None, now))
-                if beats != row.beats:
-                    since = now
-                elif now - since >= options.holder_timeout:
-                    dead.append(tuple(row))
-                seen[row.holder] = (row.beats, since)
-            self._seen = seen
-        return dead
-
-    def settle(self, engine, now=None):
-        """Release the holds of dead holders; the instances they held."""
-        released = set()
-        for holder, host, pid, beats in self.dead(engine, now):
-            uuids = release(engine, holder, beats)
-            if uuids is None:
-                continue
-            # A process that exits without running its atexit hooks holds
-            # nothing most of the time: only lost holds are worth a warning.
-            LOG.log(logging.WARNING if uuids else logging.INFO,
-                    'nova_ext index: holder %s (%s, pid %s) stopped beating '
-                    'for %.0f s; released its holds of %d instances, to be '
-                    're-read', holder, host, pid,
-                    self.conf.nova_ext_index.holder_timeout, len(uuids))
-            released.update(uuids)
-        return released
 
 
 def release(engine, holder, beats=None):

@@ -38,6 +38,8 @@ from nova_ext import exception
 from nova_ext.index.apply import worker
 from nova_ext.index.marks import batcher
 from nova_ext.index.marks import holders
+from nova_ext.index.marks import watch
+from nova_ext.index.marks import witness
 from nova_ext.seams.internals import service_stop
 
 LOG = logging.getLogger(__name__)
@@ -89,9 +91,8 @@ def get_batcher(conf):
             # record, whose holds name it.
             lease = holders.get_lease(conf)
             _BATCHER = batcher.Batcher(conf, wake=wake)
-            # A heartbeat is often the first write the index takes after
-            # an outage; this process's unrecorded changes follow it then.
-            lease.on_beat = _BATCHER.index_back
+            # A holder beats only once it has recorded what it learned of.
+            lease.ready = _BATCHER.recorded_all
             atexit.register(record_at_exit, conf, _BATCHER)
             _record_at_stop(conf, _BATCHER)
         return _BATCHER
@@ -180,5 +181,7 @@ def reset():
         running, _WORKER = _WORKER, None
     if running is not None:
         running.stop()
+    witness.reset()
+    watch.reset()
     holders.reset()
     service_stop.remove()

@@ -42,6 +42,7 @@ from sqlalchemy import exc as sa_exc
 
 from nova_ext.index import db
 from nova_ext.index.marks import holders
+from nova_ext.index.marks import watch
 from nova_ext.index.repair import sync
 from nova_ext.index.repair import verify
 from nova_ext.index import schema
@@ -304,7 +305,7 @@ class Reconciler(object):
         Its :class:`Pass`, else None.
         """
         engine = self.engine
-        holders.get_watch(self.conf).settle(engine)
+        watch.get_watch(self.conf).settle(engine)
         name = self.lease.ensure(engine)
         row = read(engine)
         generation = row['generation'] if row else 0

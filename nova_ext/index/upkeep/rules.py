@@ -28,6 +28,9 @@ Three quantities, each with its own name:
   both by that process alone (its own clock). No other process can apply
   them, so that process hands its lists to Nova until they are recorded,
   and leaves the index off past ``max_lag``.
+* ``silent`` holders: the processes that hold marks and have not shown
+  lately, by a heartbeat, that they recorded every change they learned
+  of. Only the reading process tells lately, by its own clock.
 * ``oldest_pending_age``: the age of the oldest mark, by the clock of the
   host that recorded it against the reader's. Informational: host clocks
   differ, and the marks are applied by the requests whatever their age, so
@@ -71,6 +74,25 @@ def unrecorded(count):
     """
     if count:
         return '%d captured changes not recorded in the index yet' % count
+    return None
+
+
+def silent(holders, window):
+    """Why a process hands each list request to Nova, for other processes.
+
+    :param holders: the holders that have not beaten in the last
+        ``window`` seconds (by this process's own reads,
+        ``nova_ext.index.marks.witness``), or None if it has not read
+        them yet. A holder beats only once it has recorded every change
+        it learned of.
+    """
+    if holders is None:
+        return 'the holders of marks not read yet'
+    if holders:
+        return ('%d holders of marks have not shown in %.1f s that they '
+                'recorded their changes (%s)' % (
+                    len(holders), window, ', '.join(holders[:3] + (
+                        ['...'] if len(holders) > 3 else []))))
     return None
 
 

@@ -16,9 +16,10 @@ after it commits. A separate OS process, configured as an operator
 configures a nova-conductor, opens a transaction on more instances than
 ``catch_up_limit`` and is killed with SIGKILL inside it. While it lives,
 lists are Nova's (more changes are held than a list may apply); once it is
-dead, the others see its heartbeats stop and release its holds within
-``holder_timeout``: the indexer's next pass applies their marks, and lists
-are served by the index again, with Nova's answers.
+dead, the others see its heartbeats stop, and hand their lists to Nova
+(it may have died with changes it could not record), until they release
+its holds within ``holder_timeout``: the indexer's next pass applies their
+marks, and lists are served by the index again, with Nova's answers.
 """
 
 import os
@@ -33,6 +34,7 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index.apply import refresh
+from nova_ext.index.marks import witness
 from nova_ext.index import schema
 from nova_ext.tests.functional import holder_process
 from nova_ext.tests.functional import test_capture_process
@@ -105,6 +107,13 @@ class TestDeadHolder(test_index_parity.IndexTestCase):
         self.assertEqual(proc.pid, pid)
         self.assertEqual([(u, holder) for u in HELD],
                          self.table(schema.HOLDS, 'uuid', 'holder'))
+        # This process lists from the index once it has seen the other
+        # beat (the row recorded with a first beat, or the next one).
+        seen = witness.get_witness(ext_conf.CONF)
+        deadline = time.monotonic() + 10
+        while holder in seen.silent():
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
         # Alive, it beats: longer than holder_timeout, its holds count.
         deadline = time.monotonic() + self.TIMEOUT * 1.5
         while time.monotonic() < deadline:

@@ -11,6 +11,8 @@
 # under the License.
 """A list request's check of the cells, made once."""
 
+import time
+
 import fixtures
 from nova import context as nova_context
 import sqlalchemy as sa
@@ -20,6 +22,7 @@ from nova_ext.index import generation
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
+from nova_ext.index.marks import watch
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import index
@@ -106,7 +109,7 @@ class TestCatchUpChecksFirst(index_base.IndexDBTestCase):
                 catch_up_.cells_down = True
                 health.down = ['c2']
         self.useFixture(fixtures.MockPatchObject(
-            holders, 'get_watch', return_value=Watch()))
+            watch, 'get_watch', return_value=Watch()))
         e = self.assertRaises(list_base.Unservable, catch_up_, 'ctx', check)
         self.assertIn('are down', str(e))
         read.assert_not_called()
@@ -175,3 +178,57 @@ class TestOwnChangesRecordedFirst(index_base.IndexDBTestCase):
                          str(e))
         self.applied.assert_not_called()
         self.assertEqual(['u1'], list(process.held()))
+
+
+class TestOtherProcessesRecorded(index_base.IndexDBTestCase):
+    """Another holder's changes, known to that process alone until it beats.
+
+    The other holder is a real :class:`holders.Lease` of its own name, as
+    another process has (the real processes: the deployment tests).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.flags(holder_heartbeat_interval=0.2, group='nova_ext_index')
+        process.reset()
+        self.addCleanup(process.reset)
+        self.catch_up = catch_up.CatchUp(self.conf.conf)
+        self.other = holders.Lease(self.conf.conf)
+        self.addCleanup(self.other.stop)
+        self.recorded = False
+        self.other.ready = lambda timeout: self.recorded
+
+    def wait_for(self, served):
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.catch_up._others_recorded()
+            except list_base.Unservable as e:
+                if not served:
+                    return str(e)
+            else:
+                if served:
+                    return None
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.02)
+
+    def test_served_only_while_each_beats(self):
+        self.other.ensure(self.engine)
+        reason = self.wait_for(served=False)
+        self.assertIn('1 holders of marks have not shown in 0.4 s', reason)
+        self.assertIn(self.other.name, reason)
+        self.recorded = True
+        self.assertIsNone(self.wait_for(served=True))
+        # Changes it cannot record: Nova's again, within the window.
+        self.recorded = False
+        stopped = time.monotonic()
+        self.wait_for(served=False)
+        self.assertLess(time.monotonic() - stopped,
+                        holders.window(self.conf.conf) + 0.2)
+
+    def test_this_process_s_own_holder_is_not_waited_for(self):
+        own = holders.get_lease(self.conf.conf)
+        # What it has not recorded, this process knows (process.held()).
+        own.ready = lambda timeout: False
+        own.ensure(self.engine)
+        self.assertIsNone(self.wait_for(served=True))

@@ -77,6 +77,20 @@ class MariaDB(object):
                      "GRANT ALL ON *.* TO 'root'@'127.0.0.1' "
                      "WITH GRANT OPTION;" % layout.PASSWORD)
 
+    def client(self, database=None):
+        """A root session of its own: a ``mariadb`` reading its stdin.
+
+        For what must last across statements (a lock held while the test
+        goes on); ``stdin`` and ``stdout`` are text pipes.
+        """
+        argv = [_binary('mariadb', '/usr/bin'), '--no-defaults',
+                '--socket=%s' % self.sock, '-uroot', '--batch',
+                '--unbuffered', '--skip-column-names']
+        if database:
+            argv.append(database)
+        return subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+
     def sql(self, statements, database=None):
         argv = [_binary('mariadb', '/usr/bin'), '--no-defaults',
                 '--socket=%s' % self.sock, '-uroot', '-e', statements]

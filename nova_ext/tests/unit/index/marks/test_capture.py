@@ -26,6 +26,7 @@ from nova_ext.index import db
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
+from nova_ext.index.marks import witness
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration
 from nova_ext.seams import db_writes
@@ -359,3 +360,34 @@ class TestUnwritableIndex(CaptureTestCase):
         self.assertTrue(process.get_batcher(self.conf.conf).flush(15))
         self.assertEqual({}, process.held())
         self.assertEqual({A, B}, self.marked())
+
+    def test_a_write_goes_on_once_no_reader_vouches_for_its_process(self):
+        # A reader as another process has: it lists from the index only
+        # while this process's holder beats lately.
+        self.flags(holder_heartbeat_interval=0.5, group='nova_ext_index')
+        reader = witness.Witness(self.conf.conf)
+        reader.start()
+        self.addCleanup(reader.stop)
+        name = holders.get_lease(self.conf.conf).name
+        deadline = time.monotonic() + 10
+        while name in reader.silent():
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        blocker = sqlite3.connect(self.index_path, isolation_level=None)
+        blocker.execute('BEGIN IMMEDIATE')
+        try:
+            with self.sessions.begin() as session:
+                session.query(models.Instance).filter_by(uuid=A).update(
+                    {'vm_state': 'x'})
+            # Unrecorded, and no reader lists by the last beat any more.
+            self.assertEqual({A}, set(process.held()))
+            self.assertIn(name, reader.silent())
+        finally:
+            blocker.execute('ROLLBACK')
+            blocker.close()
+        self.assertTrue(process.get_batcher(self.conf.conf).flush(15))
+        self.assertEqual({A}, self.marked())
+        # Once recorded, it beats again.
+        while name in reader.silent():
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)

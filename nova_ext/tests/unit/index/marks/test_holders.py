@@ -12,12 +12,12 @@
 """Holders of marks, on a real SQLite index database."""
 
 import os
+import threading
 import time
 
 import sqlalchemy as sa
 
 from nova_ext.index.marks import holders
-from nova_ext.index.marks import pending
 from nova_ext.index import schema
 from nova_ext.tests.unit.index import base as index_base
 
@@ -67,53 +67,108 @@ class TestLease(index_base.IndexDBTestCase):
         self.assertEqual(lease.name, lease.ensure(self.engine))
         self.assertEqual([lease.name], list(self.beats()))
 
+    def test_recorded_with_a_first_beat_if_everything_is_recorded(self):
+        lease = holders.Lease(self.conf.conf)
+        self.addCleanup(lease.stop)
+        lease._thread = threading.Thread(target=lambda: None)
+        lease._thread.start()
+        lease.ready = lambda timeout: True
+        name = lease.ensure(self.engine)
+        self.assertEqual(1, self.beats()[name])
+        other = holders.Lease(self.conf.conf)
+        self.addCleanup(other.stop)
+        other._thread = lease._thread
+        other.ready = lambda timeout: False
+        name = other.ensure(self.engine)
+        self.assertEqual(0, self.beats()[name])
 
-class TestWatch(index_base.IndexDBTestCase):
+    def test_beats_only_once_everything_is_recorded(self):
+        lease = holders.Lease(self.conf.conf)
+        self.addCleanup(lease.stop)
+        asked = []
+        lease.ready = lambda timeout: asked.append(timeout) or False
+        name = lease.ensure(self.engine)
+        self.assertTrue(lease.beat())
+        self.assertEqual(0, self.beats()[name])
+        # Asked before the heartbeat thread's beats too, with half an
+        # interval to record in.
+        self.assertIn(0.05, asked)
+        lease.ready = lambda timeout: True
+        self.assertTrue(lease.beat())
+        self.assertGreaterEqual(self.beats()[name], 1)
+
+
+class TestFence(index_base.IndexDBTestCase):
+    """A write the index could not take, held back after its commit."""
 
     def setUp(self):
         super().setUp()
-        self.flags(holder_heartbeat_interval=1.0, holder_timeout=10.0,
+        self.flags(holder_heartbeat_interval=0.5, holder_timeout=10.0,
                    group='nova_ext_index')
-        self.watch = holders.Watch(self.conf.conf)
-        with self.engine.begin() as conn:
-            for name in ('alive', 'dead'):
-                conn.execute(sa.insert(schema.HOLDERS).values(
-                    holder=name, host='h', pid=1, beats=0, started_at=0.0))
-        pending.mark(self.engine, {'a': (1.0, 1.0), 'd': (1.0, 1.0)},
-                     [('a', 'alive', 1), ('d', 'dead', 1)])
+        self.lease = holders.Lease(self.conf.conf)
+        self.addCleanup(self.lease.stop)
+        # No heartbeat thread: beats are this test's.
+        self.lease._thread = threading.Thread(target=lambda: None)
+        self.lease._thread.start()
+        # Recorded with changes unrecorded: no beat.
+        self.clean = False
+        self.lease.ready = lambda timeout: self.clean
+        self.lease.ensure(self.engine)
+        self.clean = True
 
-    def beat(self, name):
-        with self.engine.begin() as conn:
-            conn.execute(sa.update(schema.HOLDERS).where(
-                schema.HOLDERS.c.holder == name).values(
-                beats=schema.HOLDERS.c.beats + 1))
+    def test_without_a_beat_no_other_process_lists_by_it(self):
+        self.assertLess(self.lease.fence(lambda: False), 0.05)
 
-    def test_dead_after_its_count_stood_still_for_the_timeout(self):
-        # Times of this process's clock only; first sight starts the count.
-        self.assertEqual([], self.watch.dead(self.engine, now=1000.0))
-        for now in (1002.0, 1005.0, 1009.5):
-            self.beat('alive')
-            self.assertEqual([], self.watch.dead(self.engine, now=now))
-        # Read at most once per heartbeat interval.
-        self.assertEqual([], self.watch.dead(self.engine, now=1010.0))
-        self.beat('alive')
-        self.assertEqual([('dead', 'h', 1, 0)],
-                         self.watch.dead(self.engine, now=1010.5))
+    def test_unknown_to_the_others_it_waits_for_its_changes(self):
+        # Its row not recorded: no reader can wait for it.
+        unknown = holders.Lease(self.conf.conf)
+        until = time.monotonic() + 0.3
+        waited = unknown.fence(lambda: time.monotonic() >= until)
+        self.assertGreaterEqual(waited, 0.25)
+        self.assertLess(waited, 0.9)
+        # As long as after a beat, at most.
+        waited = unknown.fence(lambda: False)
+        self.assertGreaterEqual(waited, 1.0)
+        self.assertLess(waited, 1.5)
 
-    def test_settle_releases_the_dead_holders_holds_only(self):
-        self.watch.dead(self.engine, now=1000.0)
-        taken = pending.take(self.engine, 10)
-        self.beat('alive')
-        self.assertEqual({'d'}, self.watch.settle(self.engine, now=1011.0))
-        self.assertEqual([('a', 'alive', 1)], index_base.holds(self.engine))
-        # The dead holder's mark renewed: a read taken before does not
-        # remove it, one taken after does.
-        pending.unmark(self.engine, taken)
-        self.assertEqual({'a', 'd'}, set(index_base.held(self.engine)))
-        pending.unmark(self.engine, pending.take(self.engine, 10))
-        self.assertEqual({'a'}, set(index_base.held(self.engine)))
+    def test_its_row_recorded_with_a_beat_counts_as_one(self):
+        other = holders.Lease(self.conf.conf)
+        self.addCleanup(other.stop)
+        other._thread = self.lease._thread
+        other.ensure(self.engine)
+        started = time.monotonic()
+        other.fence(lambda: False)
+        self.assertGreaterEqual(time.monotonic() - started, 0.9)
 
-    def test_a_holder_that_beat_meanwhile_is_not_released(self):
-        self.assertIsNone(holders.release(self.engine, 'dead', 5))
-        self.assertEqual({'d'}, holders.release(self.engine, 'dead', 0))
-        self.assertIsNone(holders.release(self.engine, 'dead', 0))
+    def test_until_the_last_beat_vouches_no_more(self):
+        self.assertTrue(self.lease.beat())
+        beat = time.monotonic()
+        waited = self.lease.fence(lambda: False)
+        # Two heartbeat intervals after the beat, by this clock.
+        self.assertGreaterEqual(time.monotonic() - beat, 1.0)
+        self.assertLess(waited, 1.0 + 0.5)
+
+    def test_or_until_its_changes_are_recorded(self):
+        self.assertTrue(self.lease.beat())
+        until = time.monotonic() + 0.2
+        waited = self.lease.fence(lambda: time.monotonic() >= until)
+        self.assertGreaterEqual(waited, 0.15)
+        self.assertLess(waited, 0.6)
+
+    def test_a_beat_under_way_counts_as_the_last(self):
+        # The beat checked before the change came, and commits after.
+        checked, go = threading.Event(), threading.Event()
+
+        def ready(timeout):
+            checked.set()
+            go.wait(10)
+            return True
+        self.lease.ready = ready
+        beating = threading.Thread(target=self.lease.beat)
+        beating.start()
+        self.addCleanup(beating.join)
+        self.assertTrue(checked.wait(10))
+        threading.Timer(0.3, go.set).start()
+        started = time.monotonic()
+        self.lease.fence(lambda: False)
+        self.assertGreaterEqual(time.monotonic() - started, 0.3 + 1.0)

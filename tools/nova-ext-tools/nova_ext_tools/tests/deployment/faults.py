@@ -20,6 +20,7 @@ the stream waits for (an archive waiting at its exit for the index) does
 not hold it off, as it does not hold off an operator's fix.
 """
 
+import contextlib
 import os
 import signal
 import threading
@@ -99,6 +100,32 @@ class Faults(object):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(1)
+
+    @contextlib.contextmanager
+    def marks_refused(self):
+        """Within, the index takes no mark; it reads and beats as before.
+
+        Another session holds the index's sequence table locked for reading
+        (``LOCK TABLES ... READ``), as a long transaction or a backup tool
+        can: every mark takes the sequence's next number, so every hold
+        waits for the lock (a second on MariaDB) and fails, while reads of
+        the index, and heartbeats, go on. Only the processes that write
+        learn of it.
+        """
+        session = self.cloud.db.client('nova_ext_index')
+        try:
+            session.stdin.write('LOCK TABLES nova_ext_index_sequence READ; '
+                                "SELECT 'locked';\n")
+            session.stdin.flush()
+            said = session.stdout.readline().strip()
+            if said != 'locked':
+                raise procs.CloudError('MariaDB: the sequence table not '
+                                       'locked: %r' % said)
+            yield
+        finally:
+            # The lock ends with its session.
+            session.stdin.close()
+            session.wait(30)
 
     def restart_mariadb(self):
         self.cloud.db.restart()

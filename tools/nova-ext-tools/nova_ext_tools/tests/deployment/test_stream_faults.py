@@ -34,6 +34,11 @@ has stopped, and the conductor waits for the index before that. And
 nova_ext's nova-api, stopped as DevStack stops it (SIGTERM to uwsgi's
 master, which ends each worker gracefully) right after a rename it wrote
 while the grants were gone: the worker waits at its exit.
+
+And a rename whose mark the index refused while it read as before (its
+sequence table locked by another session): every list of nova_ext's
+nova-api right after it, whichever worker answers, is Nova's answer, and
+none is served from the index until the rename is recorded.
 """
 
 import os
@@ -155,6 +160,60 @@ class TestFaults(base.CloudTestCase):
         self.assertIn('service graceful shutdown finished', said)
         self.assertServed(lister, counted, (
             '/servers/detail?all_tenants=1', '/servers?all_tenants=1'))
+        done = self.verified(60)
+        self.assertEqual(0, done.returncode, done.stdout + done.stderr)
+
+    def test_a_write_the_index_refused_listed_by_every_worker(self):
+        """A rename whose mark the index refused, listed at once.
+
+        The index reads as before; only the worker that wrote knows that
+        its mark was refused, and keeps the change in memory. The other
+        workers of nova_ext's nova-api list from the index only while
+        every holder beats, and that worker beats again only once the
+        change is recorded: each list right after the rename is Nova's
+        answer, from Nova's path, until it is recorded, and then from the
+        index.
+        """
+        conn = self.connect()
+        server = self.booted(conn, 'refused')
+        log = self.cloud.ps.log('nova-api')
+        start = os.path.getsize(log)
+        lister = stream.Lister(conn, self.connect(stock=True))
+        counted = test_stream.counters_before(self)
+        urls = ('/servers/detail?all_tenants=1', '/servers?all_tenants=1',
+                '/servers?all_tenants=1&name=refused-renamed')
+        injected = faults.Faults(self.cloud)
+        with injected.marks_refused():
+            began = time.monotonic()
+            conn.compute.update_server(server, name='refused-renamed')
+            took = time.monotonic() - began
+            # Every worker in turn, as uWSGI hands them the requests.
+            for _ in range(6):
+                for url in urls:
+                    same, answer, _before, after = lister.compare(
+                        url, 'latest')
+                    self.assertTrue(same, '%s: %s' % (
+                        url, stream.first_difference(answer, after)))
+        print('rename whose mark was refused: %.2f s; %d lists compared'
+              % (took, lister.sent))
+        now = test_stream.accounted_for(self, lister, counted)
+        handed = {k: now.get(k, 0) - counted.get(k, 0) for k in now
+                  if ':' in k and now.get(k, 0) > counted.get(k, 0)}
+        # None served from the index without the rename: each handed to
+        # Nova, by the worker that holds it or by one that saw it silent.
+        self.assertEqual(0, now.get('served', 0) - counted.get('served', 0),
+                         handed)
+        self.assertTrue(any('have not shown' in k for k in handed), handed)
+        with open(log) as f:
+            f.seek(start)
+            said = f.read()
+        self.assertIn('cannot hold the marks of', said)
+        self.assertIn('for the other processes to stop listing', said)
+        # Recorded at the next heartbeat of its worker; then each holder's
+        # beat is seen again within two intervals.
+        time.sleep(8)
+        lister = stream.Lister(conn, self.connect(stock=True))
+        self.assertServed(lister, test_stream.counters_before(self), urls)
         done = self.verified(60)
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
 

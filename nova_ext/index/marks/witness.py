@@ -1,0 +1,174 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Whether every holder lately showed that it recorded its changes.
+
+A Nova write whose changes the index could not take in time (its lock
+busy past ``capture_timeout``, or the index unreachable from that process
+alone) goes on; its changes wait in that process's memory, unknown to
+every other. So a process serves a list from the index only while each
+holder of the holders table (``holders``) has beaten lately: a holder
+beats only once everything it learned of is recorded, and a write that
+could not be recorded waits, before Nova goes on, until no such beat can
+be called recent any more (``holders.Lease.fence``).
+
+"Lately" is told by this process's monotonic clock alone: the holders
+table is read every quarter of ``holder_heartbeat_interval``
+(:class:`Witness`), and a holder whose count differs between two reads
+(a row recorded in between counts from 0) beat after the first of them
+began. That beat vouches for
+:data:`holders.WINDOW` intervals from that first read on; the writer
+waits as long from its last beat by its own clock. No host's clock is
+compared with another's.
+
+The same reads keep this process's ``watch.Watch`` going, which
+releases the holds of holders dead for ``holder_timeout``: a dead holder
+stops lists from being served here until then.
+"""
+
+import os
+import threading
+import time
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from nova_ext.index import db
+from nova_ext.index.marks import holders
+from nova_ext.index.marks import watch
+
+LOG = logging.getLogger(__name__)
+
+#: Reads of the holders table per heartbeat interval.
+READS_PER_INTERVAL = 4
+
+_LOCK = threading.Lock()
+_WITNESS = None
+
+
+class Witness(object):
+    """This process's view of which holders beat lately.
+
+    :param clock: a monotonic clock, this process's own.
+    """
+
+    def __init__(self, conf, clock=time.monotonic):
+        self.conf = conf
+        self.clock = clock
+        self.pid = os.getpid()
+        self._lock = threading.Lock()
+        # (when the last read began, {holder: beats}), or None.
+        self._last = None
+        # {holder: when the read began after which it was seen to beat}
+        self._since = {}
+        self._stop = threading.Event()
+        self._thread = None
+
+    def observe(self, engine):
+        """Read the holders table once."""
+        began = self.clock()
+        with engine.connect() as conn:
+            beats = dict(conn.execute(sa.select(
+                holders.HOLDERS.c.holder, holders.HOLDERS.c.beats)).all())
+        with self._lock:
+            if self._last is not None:
+                before, seen = self._last
+                for holder, count in beats.items():
+                    # A row recorded since the last read with a count
+                    # was recorded, or beat, since (``Lease.ensure``).
+                    if seen.get(holder, 0) != count:
+                        self._since[holder] = before
+            self._since = {h: t for h, t in self._since.items()
+                           if h in beats}
+            self._last = (began, beats)
+
+    def silent(self, now=None, own=None):
+        """The holders that did not show lately they recorded everything.
+
+        A sorted list of names; None if this process has not read the
+        holders table yet.
+
+        :param own: this process's holder name, left out: what it has not
+            recorded, it knows without a beat (``process.held``).
+        """
+        now = self.clock() if now is None else now
+        oldest = now - holders.window(self.conf)
+        with self._lock:
+            if self._last is None:
+                return None
+            return sorted(h for h in self._last[1] if h != own and
+                          self._since.get(h, oldest - 1) < oldest)
+
+    def start(self):
+        """Read the table now, then every quarter heartbeat interval."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._run, daemon=True, name='nova-ext-index-witness')
+        try:
+            # A table without other holders needs no beat to be seen.
+            self.observe(db.get_engine(self.conf))
+        except Exception as e:  # noqa: the thread reads it again
+            LOG.debug('nova_ext index: holders table not read (%s: %s)',
+                      type(e).__name__, e)
+        self._thread.start()
+
+    @property
+    def alive(self):
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self):
+        failing = False
+        while True:
+            try:
+                engine = db.get_engine(self.conf)
+                self.observe(engine)
+                # Dead holders are released where they are waited for.
+                watch.get_watch(self.conf).settle(engine)
+            except Exception as e:
+                if not failing:
+                    LOG.warning('nova_ext index: cannot read the holders '
+                                'table (%s: %s); retrying', type(e).__name__,
+                                e)
+                failing = True
+            else:
+                if failing:
+                    LOG.info('nova_ext index: holders table read again')
+                failing = False
+            interval = self.conf.nova_ext_index.holder_heartbeat_interval
+            if self._stop.wait(interval / READS_PER_INTERVAL):
+                return
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+def get_witness(conf):
+    """This process's :class:`Witness`, reading from first use on."""
+    global _WITNESS
+    with _LOCK:
+        # A forked child (uwsgi) inherits the object but not its thread.
+        if _WITNESS is None or _WITNESS.pid != os.getpid():
+            _WITNESS = Witness(conf)
+        running = _WITNESS
+    running.start()
+    return running
+
+
+def reset():
+    global _WITNESS
+    with _LOCK:
+        running, _WITNESS = _WITNESS, None
+    if running is not None and running.pid == os.getpid():
+        running.stop()
