@@ -165,7 +165,7 @@ A write whose changes could not be recorded in time goes on; the changes
 are kept in memory and retried, and until they are recorded this process
 answers list requests from Nova's own path. No other process knows of them
 meanwhile, so after its commit the write waits until the others have
-stopped listing from the index by this process's last heartbeat (twice
+stopped listing from the index by this process's last vouch (twice
 ``holder_heartbeat_interval`` after it), or until the changes are
 recorded, whichever comes first. Later writes do not wait for the index
 until a recording succeeds again, and wait after their commit for the same
@@ -199,17 +199,18 @@ Seconds between two heartbeats of a process that holds marks (see
 ``capture``).
 
 Each such process counts a number up in the index database at this
-interval while it lives, once it has recorded every change it learned of,
-so that the others can tell when it has died with Nova transactions in
-flight (see ``holder_timeout``), and whether it holds changes they cannot
-know of. A nova-api process lists from the index only while it has seen
-every other holder's count move in the last two intervals (it reads the
-holders four times per interval, by its own clock); a process that cannot
-record its changes stops counting, and its writes wait until those two
-intervals have passed (see ``capture_timeout``). Shorter intervals make
-that wait shorter, and the lists that follow a new process's first write,
-which go to Nova's path until its count is seen to move, fewer. One small
-write per holder, and four small reads per nova-api process, per interval.
+interval while it lives, so that the others can tell when it has died with
+Nova transactions in flight (see ``holder_timeout``), and a second one
+where it has recorded every change it learned of (its vouches), so that
+they can tell it holds none they cannot know of. A nova-api process lists
+from the index only while it has seen every other holder vouch in the last
+two intervals (it reads the holders four times per interval, by its own
+clock); a process that cannot record its changes stops vouching, and its
+writes wait until those two intervals have passed (see
+``capture_timeout``). Shorter intervals make that wait shorter, and the
+first lists of a nova-api process, which go to Nova's path until it has
+seen each holder vouch, fewer. One small write per holder, and four small
+reads per nova-api process, per interval.
 """),
     cfg.FloatOpt(
         'holder_timeout',

@@ -58,12 +58,13 @@ HOLDS = sa.table(
     sa.column('uuid', sa.String), sa.column('holder', sa.String),
     sa.column('token', sa.BigInteger))
 
-#: The processes that hold marks, each counting ``beats`` up while it lives.
+#: The processes that hold marks, each counting ``beats`` up while it lives,
+#: and ``vouches`` while it has recorded every change it learned of.
 HOLDERS = sa.table(
     'nova_ext_index_holders',
     sa.column('holder', sa.String), sa.column('host', sa.String),
     sa.column('pid', sa.Integer), sa.column('beats', sa.BigInteger),
-    sa.column('started_at', sa.Float))
+    sa.column('vouches', sa.BigInteger), sa.column('started_at', sa.Float))
 
 SERVICE_CHANGES = sa.table(
     'nova_ext_index_service_changes',

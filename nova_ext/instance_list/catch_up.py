@@ -196,12 +196,12 @@ class CatchUp(object):
             raise base.Unservable(rules.unrecorded(count))
 
     def _others_recorded(self):
-        """Raise Unservable unless every holder beat lately.
+        """Raise Unservable unless every holder vouched lately.
 
         A change another process could not record is known to that
-        process alone; it beats again only once the change is recorded,
+        process alone; it vouches again only once the change is recorded,
         and the write that made it waits until this process can no
-        longer take the holder's last beat for recent (``witness``).
+        longer take the holder's last vouch for recent (``witness``).
         """
         own = holders.get_lease(self.conf).name
         reason = rules.silent(

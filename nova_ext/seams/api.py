@@ -113,7 +113,7 @@ def attach_instance_list(conf):
     nova_instance_list.get_instance_objects_sorted = (
         get_instance_objects_sorted)
     if conf.nova_ext_instance_list.driver == 'index':
-        # The index answers once every holder of marks was seen beating
+        # The index answers once every holder of marks was seen vouching
         # (``witness``): seen from now, not from the first list.
         witness.get_witness(conf)
     startup_log.info(LOG, 'nova_ext instance list driver %s attached to '

@@ -31,13 +31,15 @@ another's.
 A holder that finds its row gone (taken for dead while it stalled) takes a
 new name: the holds of the old one do not count any more.
 
-A beat says more: that the holder has recorded every change it learned of
-before the beat (:attr:`Lease.ready`). A write whose changes the index
-could not take in time (``capture``) is known to its own process only;
-the other processes serve lists from the index only while each holder
-has lately shown, by such a beat, that it has nothing unrecorded
+A heartbeat also counts the holder's ``vouches`` up where it has recorded
+every change it learned of before the beat (:attr:`Lease.ready`). A write
+whose changes the index could not take in time (``capture``) is known to
+its own process only; the other processes serve lists from the index only
+while each holder has lately vouched that it has nothing unrecorded
 (``nova_ext.index.marks.witness``), and the write waits, before it goes
 on, until that can no longer be said of its process (:meth:`Lease.fence`).
+A holder that cannot record goes on beating without vouching: alive, its
+holds count, and lists are Nova's until it has recorded.
 """
 
 import atexit
@@ -98,13 +100,13 @@ class Lease(object):
         #: whether everything this process learned of so far is recorded.
         #: A holder that says no does not beat.
         self.ready = None
-        # How many writes that vouch for this holder (beats, and the row's
-        # first record) are under way, from before their ready() check,
-        # and when the last one that was written ended (monotonic): see
+        # How many writes that may vouch for this holder (beats, and the
+        # row's first record) are under way, from before their ready()
+        # check, and when the last one that vouched ended (monotonic): see
         # fence().
         self._beats = threading.Condition()
         self._vouching = 0
-        self._beat_end = None
+        self._vouch_end = None
 
     @property
     def name(self):
@@ -128,15 +130,16 @@ class Lease(object):
                 return self._name
             name = self._name
         # Not under the lock: a thread inside a Nova transaction must not
-        # wait for another (see capture.hold). Recorded with a first beat
+        # wait for another (see capture.hold). Recorded with a first vouch
         # where everything is recorded already: readers take a row new to
-        # them for a beat (``witness``), and need not wait for the next.
+        # them for a vouch (``witness``), and need not wait for the next.
         clean = self._vouch()
         try:
             with db.begin_write(engine, timeout, cooperative) as conn:
                 conn.execute(sa.insert(HOLDERS).values(
                     holder=name, host=socket.gethostname(), pid=self.pid,
-                    beats=1 if clean else 0, started_at=time.time()))
+                    beats=0, vouches=1 if clean else 0,
+                    started_at=time.time()))
         except (db_exc.DBDuplicateEntry, sa.exc.IntegrityError):
             pass  # another thread of this process recorded it
         finally:
@@ -146,56 +149,74 @@ class Lease(object):
                 self._recorded = url
             if self._thread is None:
                 self._thread = threading.Thread(
-                    target=self._run, daemon=True,
+                    target=self._run, args=(self._stop,), daemon=True,
                     name='nova-ext-index-holder')
                 self._thread.start()
         return name
 
-    def _exit(self):
-        """At a clean exit: no holds of this process are in flight."""
+    def leave(self):
+        """Release the row, as at a clean exit; a later hold records anew.
+
+        At a process's exit, and once a Nova service of the process has
+        stopped (oslo.service then leaves by ``os._exit``): no holds of
+        the process are in flight. A row left behind would keep the lists
+        of nova-api on Nova's path until it is taken for dead.
+        """
         with self._lock:
             name, url = self._name, self._recorded
-        if url is None or url != db.connection_url(self.conf) or (
-                os.getpid() != self.pid):
-            return
-        # No beat after the row is gone: it would take itself for dead.
-        self._stop.set()
+            if url is None or url != db.connection_url(self.conf) or (
+                    os.getpid() != self.pid):
+                return
+            self._name = uuidutils.generate_uuid()
+            self._recorded = None
+            # No beat after the row is gone: it would take itself for
+            # dead. The next hold starts a heartbeat of its own.
+            self._stop.set()
+            self._stop, self._thread = threading.Event(), None
         try:
             release(db.get_engine(self.conf), name)
         except Exception as e:  # noqa: the watchers release it later
-            LOG.debug('nova_ext index: holder %s not released at exit '
-                      '(%s: %s)', name, type(e).__name__, e)
+            LOG.debug('nova_ext index: holder %s not released (%s: %s)',
+                      name, type(e).__name__, e)
 
     def beat(self):
         """Count this holder's beats up; False if it was taken for dead.
 
-        Only once :attr:`ready` says that everything this process learned
-        of is recorded: True without a beat otherwise.
+        And its vouches, where :attr:`ready` says that everything this
+        process learned of is recorded: a holder that cannot record lives
+        on, and others list from the index only without it.
         """
         with self._lock:
             name, url = self._name, self._recorded
         if url is None or url != db.connection_url(self.conf):
             return True
         interval = self.conf.nova_ext_index.holder_heartbeat_interval
-        written = self._vouch(interval / 2)
+        clean = self._vouch(interval / 2)
+        values = {'beats': HOLDERS.c.beats + 1}
+        if clean:
+            values['vouches'] = HOLDERS.c.vouches + 1
+            # A write that fails for want of a change waits for it
+            # (fence()): not longer than the interval.
+            timeout = interval
+        else:
+            self._vouched(False)
+            timeout = self.conf.nova_ext_index.holder_timeout / 2
         try:
-            if not written:
-                return True
-            with db.begin_write(db.get_engine(self.conf),
-                                self.conf.nova_ext_index.holder_timeout / 2,
-                                ) as conn:
+            with db.begin_write(db.get_engine(self.conf), timeout) as conn:
                 counted = conn.execute(sa.update(HOLDERS).where(
-                    HOLDERS.c.holder == name).values(
-                    beats=HOLDERS.c.beats + 1)).rowcount
+                    HOLDERS.c.holder == name).values(**values)).rowcount
         finally:
-            self._vouched(written)
+            if clean:
+                self._vouched(True)
         if counted:
             return True
         with self._lock:
-            if self._name == name:
-                self._name = uuidutils.generate_uuid()
-                self._recorded = None
-                self.lost += 1
+            if self._name != name:
+                # It left meanwhile (leave()).
+                return True
+            self._name = uuidutils.generate_uuid()
+            self._recorded = None
+            self.lost += 1
         LOG.warning('nova_ext index: another process took this one (holder '
                     '%s) for dead after %.0f s without a heartbeat and '
                     'released its holds; the Nova transactions it had in '
@@ -206,7 +227,7 @@ class Lease(object):
         return False
 
     def _vouch(self, timeout=0.0):
-        """Before a write that vouches: whether everything is recorded.
+        """Before a write that may vouch: whether everything is recorded.
 
         Counted as under way from before the check (see :meth:`fence`);
         :meth:`_vouched` must follow.
@@ -219,14 +240,14 @@ class Lease(object):
             self._vouched(False)
             raise
 
-    def _vouched(self, written):
-        """After it; ``written``: whether it was tried.
+    def _vouched(self, vouching):
+        """After it; ``vouching``: whether it vouched, or tried to.
 
         One that failed counts too: the index may have taken it.
         """
         with self._beats:
-            if written:
-                self._beat_end = time.monotonic()
+            if vouching:
+                self._vouch_end = time.monotonic()
             self._vouching -= 1
             self._beats.notify_all()
 
@@ -234,13 +255,14 @@ class Lease(object):
         """After a write whose changes the index could not take: wait.
 
         Until no other process can still be serving lists from the index
-        by this holder's last beat (:data:`WINDOW` intervals after it,
+        by this holder's last vouch (:data:`WINDOW` intervals after it,
         by this process's clock), or until ``recorded()``: from then on
-        they see the changes' marks, or that this holder has not beaten.
+        they see the changes' marks, or that this holder has not vouched.
         A beat under way, which may have found everything recorded before
-        these changes came, counts as the last. Every write of a holder
-        that has not beaten since waits for the same moment, so Nova is
-        slowed once for each time the index cannot take its changes.
+        these changes came, counts as the last vouch. Every write of a
+        holder that has not vouched since waits for the same moment, so
+        Nova is slowed once for each time the index cannot take its
+        changes.
 
         A process whose row the index has not taken yet is unknown to the
         others, who cannot wait for it: its write waits as long from now,
@@ -253,9 +275,9 @@ class Lease(object):
         started = time.monotonic()
         with self._beats:
             self._beats.wait_for(lambda: not self._vouching)
-            end = self._beat_end
+            end = self._vouch_end
         if end is None and self.current(self.name):
-            # Recorded without a beat, and none since: no other process
+            # Recorded without a vouch, and none since: no other process
             # serves lists by this holder.
             return 0.0
         deadline = (started if end is None else end) + window(self.conf)
@@ -266,12 +288,12 @@ class Lease(object):
             time.sleep(min(left, FENCE_POLL))
         return time.monotonic() - started
 
-    def _run(self):
+    def _run(self, stop):
         failing = False
         # The first beat at once: until a holder has beaten, no other
         # process serves lists from the index (``witness``).
         first = True
-        while first or not self._stop.wait(
+        while first or not stop.wait(
                 self.conf.nova_ext_index.holder_heartbeat_interval):
             first = False
             try:
@@ -289,9 +311,11 @@ class Lease(object):
             failing = False
 
     def stop(self):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        with self._lock:
+            stop, thread = self._stop, self._thread
+        stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(10)
 
 
 def get_lease(conf):
@@ -305,7 +329,7 @@ def get_lease(conf):
             # its name registers its own exit (atexit runs them last in,
             # first out): the row goes after the holds are recorded. It
             # does nothing unless the row was recorded.
-            atexit.register(_LEASE._exit)
+            atexit.register(_LEASE.leave)
         return _LEASE
 
 
@@ -318,8 +342,8 @@ def reset():
     with _LOCK:
         lease, _LEASE = _LEASE, None
     if lease is not None and lease.pid == os.getpid():
-        lease._exit()
         lease.stop()
+        lease.leave()
 
 
 def release(engine, holder, beats=None):

@@ -91,7 +91,8 @@ def get_batcher(conf):
             # record, whose holds name it.
             lease = holders.get_lease(conf)
             _BATCHER = batcher.Batcher(conf, wake=wake)
-            # A holder beats only once it has recorded what it learned of.
+            # A holder vouches only once it has recorded what it learned
+            # of.
             lease.ready = _BATCHER.recorded_all
             atexit.register(record_at_exit, conf, _BATCHER)
             _record_at_stop(conf, _BATCHER)
@@ -103,10 +104,17 @@ def _record_at_stop(conf, running):
     # stopped, without the atexit hooks.
     try:
         service_stop.after_stop(
-            __name__, functools.partial(record_at_exit, conf, running))
+            __name__, functools.partial(_stopped, conf, running))
     except exception.UnsupportedNovaVersion as e:
         LOG.warning('%s; a Nova service that stops leaves what it has not '
                     'recorded in the index to the reconcile pass', e)
+
+
+def _stopped(conf, running):
+    record_at_exit(conf, running)
+    # Without the atexit hooks: the holder's row goes now, or nova-api
+    # lists from Nova's path until it is taken for dead.
+    holders.get_lease(conf).leave()
 
 
 def record_at_exit(conf, running):

@@ -9,25 +9,25 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Whether every holder lately showed that it recorded its changes.
+"""Whether every holder lately vouched that it recorded its changes.
 
 A Nova write whose changes the index could not take in time (its lock
 busy past ``capture_timeout``, or the index unreachable from that process
 alone) goes on; its changes wait in that process's memory, unknown to
 every other. So a process serves a list from the index only while each
-holder of the holders table (``holders``) has beaten lately: a holder
-beats only once everything it learned of is recorded, and a write that
-could not be recorded waits, before Nova goes on, until no such beat can
-be called recent any more (``holders.Lease.fence``).
+holder of the holders table (``holders``) has vouched lately: a holder's
+heartbeat vouches only once everything it learned of is recorded, and a
+write that could not be recorded waits, before Nova goes on, until no
+vouch of its process can be called recent any more
+(``holders.Lease.fence``).
 
 "Lately" is told by this process's monotonic clock alone: the holders
 table is read every quarter of ``holder_heartbeat_interval``
-(:class:`Witness`), and a holder whose count differs between two reads
-(a row recorded in between counts from 0) beat after the first of them
-began. That beat vouches for
-:data:`holders.WINDOW` intervals from that first read on; the writer
-waits as long from its last beat by its own clock. No host's clock is
-compared with another's.
+(:class:`Witness`), and a holder whose count of vouches differs between
+two reads (a row recorded in between counts from 0) vouched after the
+first of them began. That vouch holds for :data:`holders.WINDOW`
+intervals from that first read on; the writer waits as long from its last
+vouch by its own clock. No host's clock is compared with another's.
 
 The same reads keep this process's ``watch.Watch`` going, which
 releases the holds of holders dead for ``holder_timeout``: a dead holder
@@ -55,7 +55,7 @@ _WITNESS = None
 
 
 class Witness(object):
-    """This process's view of which holders beat lately.
+    """This process's view of which holders vouched lately.
 
     :param clock: a monotonic clock, this process's own.
     """
@@ -65,9 +65,9 @@ class Witness(object):
         self.clock = clock
         self.pid = os.getpid()
         self._lock = threading.Lock()
-        # (when the last read began, {holder: beats}), or None.
+        # (when the last read began, {holder: vouches}), or None.
         self._last = None
-        # {holder: when the read began after which it was seen to beat}
+        # {holder: when the read began after which it was seen to vouch}
         self._since = {}
         self._stop = threading.Event()
         self._thread = None
@@ -76,28 +76,29 @@ class Witness(object):
         """Read the holders table once."""
         began = self.clock()
         with engine.connect() as conn:
-            beats = dict(conn.execute(sa.select(
-                holders.HOLDERS.c.holder, holders.HOLDERS.c.beats)).all())
+            vouches = dict(conn.execute(sa.select(
+                holders.HOLDERS.c.holder, holders.HOLDERS.c.vouches)).all())
         with self._lock:
             if self._last is not None:
                 before, seen = self._last
-                for holder, count in beats.items():
+                for holder, count in vouches.items():
                     # A row recorded since the last read with a count
-                    # was recorded, or beat, since (``Lease.ensure``).
+                    # was recorded vouching, or vouched since
+                    # (``Lease.ensure``).
                     if seen.get(holder, 0) != count:
                         self._since[holder] = before
             self._since = {h: t for h, t in self._since.items()
-                           if h in beats}
-            self._last = (began, beats)
+                           if h in vouches}
+            self._last = (began, vouches)
 
     def silent(self, now=None, own=None):
-        """The holders that did not show lately they recorded everything.
+        """The holders that did not vouch lately.
 
         A sorted list of names; None if this process has not read the
         holders table yet.
 
         :param own: this process's holder name, left out: what it has not
-            recorded, it knows without a beat (``process.held``).
+            recorded, it knows without a vouch (``process.held``).
         """
         now = self.clock() if now is None else now
         oldest = now - holders.window(self.conf)
@@ -115,7 +116,7 @@ class Witness(object):
             self._thread = threading.Thread(
                 target=self._run, daemon=True, name='nova-ext-index-witness')
         try:
-            # A table without other holders needs no beat to be seen.
+            # A table without other holders needs no vouch to be seen.
             self.observe(db.get_engine(self.conf))
         except Exception as e:  # noqa: the thread reads it again
             LOG.debug('nova_ext index: holders table not read (%s: %s)',

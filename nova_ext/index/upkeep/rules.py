@@ -28,7 +28,7 @@ Three quantities, each with its own name:
   both by that process alone (its own clock). No other process can apply
   them, so that process hands its lists to Nova until they are recorded,
   and leaves the index off past ``max_lag``.
-* ``silent`` holders: the processes that hold marks and have not shown
+* ``silent`` holders: the processes that hold marks and have not vouched
   lately, by a heartbeat, that they recorded every change they learned
   of. Only the reading process tells lately, by its own clock.
 * ``oldest_pending_age``: the age of the oldest mark, by the clock of the
@@ -80,11 +80,11 @@ def unrecorded(count):
 def silent(holders, window):
     """Why a process hands each list request to Nova, for other processes.
 
-    :param holders: the holders that have not beaten in the last
+    :param holders: the holders that have not vouched in the last
         ``window`` seconds (by this process's own reads,
         ``nova_ext.index.marks.witness``), or None if it has not read
-        them yet. A holder beats only once it has recorded every change
-        it learned of.
+        them yet. A holder's heartbeat vouches only once it has recorded
+        every change it learned of.
     """
     if holders is None:
         return 'the holders of marks not read yet'

@@ -135,6 +135,9 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
         err = self.recorded_once_back(proc, lock)
         self.assertIn('nova-conductor service graceful shutdown finished',
                       err)
+        # Its holder row went at the stop, without the atexit hooks: no
+        # nova-api waits for it to be taken for dead.
+        self.assertEqual(0, self.count(schema.HOLDERS))
 
     def test_a_worker_whose_wait_raised_in_its_stop_records_them(self):
         # The worker leaves once wait() has raised; the stop is still
@@ -147,6 +150,7 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
                       err)
         self.assertIn('A dynamic interval looping call should supply '
                       'either an interval or periodic_interval_max', err)
+        self.assertEqual(0, self.count(schema.HOLDERS))
 
     def test_past_max_lag_it_exits_naming_what_it_lost(self):
         proc, lock = self.start(max_lag=3)

@@ -30,10 +30,10 @@ class TestLease(index_base.IndexDBTestCase):
                    group='nova_ext_index')
         self.addCleanup(holders.reset)
 
-    def beats(self):
+    def beats(self, column='beats'):
         with self.engine.connect() as conn:
             return dict(conn.execute(sa.select(
-                schema.HOLDERS.c.holder, schema.HOLDERS.c.beats)).all())
+                schema.HOLDERS.c.holder, schema.HOLDERS.c[column])).all())
 
     def test_recorded_once_then_counts_up(self):
         lease = holders.get_lease(self.conf.conf)
@@ -55,6 +55,9 @@ class TestLease(index_base.IndexDBTestCase):
     def test_taken_for_dead_it_takes_a_new_name(self):
         lease = holders.Lease(self.conf.conf)
         self.addCleanup(lease.stop)
+        # No heartbeat thread: beats are this test's.
+        lease._thread = threading.Thread(target=lambda: None)
+        lease._thread.start()
         name = lease.ensure(self.engine)
         with self.engine.begin() as conn:
             conn.execute(sa.delete(schema.HOLDERS))
@@ -67,35 +70,58 @@ class TestLease(index_base.IndexDBTestCase):
         self.assertEqual(lease.name, lease.ensure(self.engine))
         self.assertEqual([lease.name], list(self.beats()))
 
-    def test_recorded_with_a_first_beat_if_everything_is_recorded(self):
+    def test_it_leaves_and_comes_back_under_a_new_name(self):
+        # A Nova service of the process stopped (oslo.service leaves by
+        # os._exit next): its row goes at once.
+        lease = holders.Lease(self.conf.conf)
+        name = lease.ensure(self.engine)
+        lease.leave()
+        self.assertEqual({}, self.beats())
+        self.assertFalse(lease.current(name))
+        self.assertEqual(0, lease.lost)
+        # Restarted in the same process (SIGHUP): a new row, beating.
+        again = lease.ensure(self.engine)
+        self.addCleanup(lease.stop)
+        self.assertNotEqual(name, again)
+        deadline = time.monotonic() + 10
+        while self.beats().get(again, 0) < 2:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        self.assertEqual([again], list(self.beats()))
+
+    def test_recorded_with_a_first_vouch_if_everything_is_recorded(self):
         lease = holders.Lease(self.conf.conf)
         self.addCleanup(lease.stop)
         lease._thread = threading.Thread(target=lambda: None)
         lease._thread.start()
         lease.ready = lambda timeout: True
         name = lease.ensure(self.engine)
-        self.assertEqual(1, self.beats()[name])
+        self.assertEqual(1, self.beats('vouches')[name])
         other = holders.Lease(self.conf.conf)
         self.addCleanup(other.stop)
         other._thread = lease._thread
         other.ready = lambda timeout: False
         name = other.ensure(self.engine)
-        self.assertEqual(0, self.beats()[name])
+        self.assertEqual(0, self.beats('vouches')[name])
 
-    def test_beats_only_once_everything_is_recorded(self):
+    def test_vouches_only_once_everything_is_recorded(self):
         lease = holders.Lease(self.conf.conf)
         self.addCleanup(lease.stop)
+        lease._thread = threading.Thread(target=lambda: None)
+        lease._thread.start()
         asked = []
         lease.ready = lambda timeout: asked.append(timeout) or False
         name = lease.ensure(self.engine)
+        # It lives: it beats, without vouching.
         self.assertTrue(lease.beat())
-        self.assertEqual(0, self.beats()[name])
-        # Asked before the heartbeat thread's beats too, with half an
-        # interval to record in.
+        self.assertEqual((1, 0), (self.beats()[name],
+                                  self.beats('vouches')[name]))
+        # Asked with half an interval to record in.
         self.assertIn(0.05, asked)
         lease.ready = lambda timeout: True
         self.assertTrue(lease.beat())
-        self.assertGreaterEqual(self.beats()[name], 1)
+        self.assertEqual((2, 1), (self.beats()[name],
+                                  self.beats('vouches')[name]))
 
 
 class TestFence(index_base.IndexDBTestCase):

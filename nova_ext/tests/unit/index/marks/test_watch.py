@@ -11,6 +11,8 @@
 # under the License.
 """Dead holders told by their beats, on a real SQLite index database."""
 
+import time
+
 import sqlalchemy as sa
 
 from nova_ext.index.marks import holders
@@ -93,3 +95,25 @@ class TestWatch(index_base.IndexDBTestCase):
         self.assertIsNone(holders.release(self.engine, 'dead', 5))
         self.assertEqual({'d'}, holders.release(self.engine, 'dead', 0))
         self.assertIsNone(holders.release(self.engine, 'dead', 0))
+
+
+class TestALiveHolderThatCannotRecord(index_base.IndexDBTestCase):
+
+    def test_is_not_taken_for_dead(self):
+        # It goes on beating without vouching: its holds count, and the
+        # lists of others are Nova's until it has recorded.
+        self.flags(holder_heartbeat_interval=0.1, holder_timeout=1.0,
+                   group='nova_ext_index')
+        lease = holders.Lease(self.conf.conf)
+        self.addCleanup(lease.stop)
+        lease.ready = lambda timeout: False
+        name = lease.ensure(self.engine)
+        watching = watch.Watch(self.conf.conf)
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            self.assertEqual(set(), watching.settle(self.engine))
+            time.sleep(0.05)
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(schema.HOLDERS)).one()
+        self.assertEqual((name, 0), (row.holder, row.vouches))
+        self.assertGreater(row.beats, 10)

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Which holders beat lately, on a real SQLite index database."""
+"""Which holders vouched lately, on a real SQLite index database."""
 
 import time
 
@@ -36,7 +36,14 @@ class TestWitness(index_base.IndexDBTestCase):
             conn.execute(sa.insert(schema.HOLDERS).values(
                 holder=name, host='h', pid=1, beats=0, started_at=0.0))
 
+    def vouch(self, name):
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(schema.HOLDERS).where(
+                schema.HOLDERS.c.holder == name).values(
+                vouches=schema.HOLDERS.c.vouches + 1))
+
     def beat(self, name):
+        # Alive, and not vouching.
         with self.engine.begin() as conn:
             conn.execute(sa.update(schema.HOLDERS).where(
                 schema.HOLDERS.c.holder == name).values(
@@ -49,45 +56,51 @@ class TestWitness(index_base.IndexDBTestCase):
     def test_not_read_yet(self):
         self.assertIsNone(self.witness.silent())
 
-    def test_a_beat_seen_between_two_reads_vouches_from_the_first(self):
+    def test_a_vouch_seen_between_two_reads_holds_from_the_first(self):
         self.read(1000.0)
         # Seen once: it may have stopped beating long ago.
         self.assertEqual(['a'], self.witness.silent())
-        self.beat('a')
+        self.vouch('a')
         self.read(1000.25)
         # Beat after the read of 1000.0 began: two intervals from then.
         self.assertEqual([], self.witness.silent(now=1001.9))
         self.assertEqual([], self.witness.silent(now=1002.0))
         self.assertEqual(['a'], self.witness.silent(now=1002.1))
-        # Reads that show no beat vouch for nothing more.
+        # Reads that show no vouch hold nothing more.
         self.read(1001.5)
         self.assertEqual(['a'], self.witness.silent(now=1002.1))
-        self.beat('a')
+        self.vouch('a')
         self.read(1001.75)
         self.assertEqual([], self.witness.silent(now=1003.4))
 
     def test_a_holder_new_since_the_last_read_counts_from_nought(self):
         self.read(1000.0)
-        self.beat('a')
+        self.vouch('a')
         self.read(1000.25)
-        # Recorded without a beat (it had changes unrecorded then).
+        # Recorded without a vouch (it had changes unrecorded then).
         self.add('b')
         self.read(1000.5)
         self.assertEqual(['b'], self.witness.silent())
-        self.beat('b')
+        self.vouch('b')
         self.read(1000.75)
         self.assertEqual([], self.witness.silent())
-        # Recorded with its first beat (Lease.ensure), or beaten since.
+        # Recorded with its first vouch (Lease.ensure), or vouched since.
         self.add('c')
-        self.beat('c')
+        self.vouch('c')
         self.read(1001.0)
         # From the read before it was seen: 1000.75.
         self.assertEqual(['a', 'b'], self.witness.silent(now=1002.75))
         self.assertEqual(['a', 'b', 'c'], self.witness.silent(now=1002.8))
 
-    def test_a_holder_there_at_the_first_read_waits_for_a_beat(self):
-        self.beat('a')
+    def test_a_holder_there_at_the_first_read_waits_for_a_vouch(self):
+        self.vouch('a')
         self.read(1000.0)
+        self.read(1000.25)
+        self.assertEqual(['a'], self.witness.silent())
+
+    def test_a_beat_without_a_vouch_vouches_for_nothing(self):
+        self.read(1000.0)
+        self.beat('a')
         self.read(1000.25)
         self.assertEqual(['a'], self.witness.silent())
 
@@ -113,7 +126,7 @@ class TestReading(index_base.IndexDBTestCase):
         self.addCleanup(witness.reset)
         self.addCleanup(holders.reset)
 
-    def test_a_live_holder_is_seen_beating(self):
+    def test_a_live_holder_is_seen_vouching(self):
         lease = holders.get_lease(self.conf.conf)
         lease.ensure(self.engine)
         running = witness.get_witness(self.conf.conf)
@@ -124,7 +137,7 @@ class TestReading(index_base.IndexDBTestCase):
         while running.silent():
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.02)
-        # And one that no longer beats, soon after.
+        # And one that no longer vouches, soon after.
         lease.ready = lambda timeout: False
         while not running.silent():
             self.assertLess(time.monotonic(), deadline)
