@@ -65,10 +65,10 @@ HOLDERS, HOLDS = schema.HOLDERS, schema.HOLDS
 _LOCK = threading.Lock()
 _LEASE = None
 
-#: How many heartbeat intervals a beat vouches for a holder: others serve
+#: How many heartbeat intervals a vouch holds for a holder: others serve
 #: lists from the index for that long after they saw it
 #: (``nova_ext.index.marks.witness``), and a write that could not be
-#: recorded waits that long after the last beat (:meth:`Lease.fence`).
+#: recorded waits that long after the last vouch (:meth:`Lease.fence`).
 WINDOW = 2.0
 
 
@@ -98,7 +98,7 @@ class Lease(object):
         self._thread = None
         #: Called before each heartbeat, with the seconds it may take:
         #: whether everything this process learned of so far is recorded.
-        #: A holder that says no does not beat.
+        #: A holder that says no beats without vouching.
         self.ready = None
         # How many writes that may vouch for this holder (beats, and the
         # row's first record) are under way, from before their ready()
@@ -290,7 +290,7 @@ class Lease(object):
 
     def _run(self, stop):
         failing = False
-        # The first beat at once: until a holder has beaten, no other
+        # The first beat at once: until a holder has vouched, no other
         # process serves lists from the index (``witness``).
         first = True
         while first or not stop.wait(

@@ -62,11 +62,13 @@ class Watch(object):
         # When the table was last read, or None after a failed read.
         self._read_at = None
 
-    def dead(self, engine, now=None):
+    def dead(self, engine, now=None, rows=None):
         """The holders whose beats stood still for ``holder_timeout``.
 
         ``[(holder, host, pid, beats)]``; the holders table is read at
-        most once per ``holder_heartbeat_interval``. Stood still while
+        most once per ``holder_heartbeat_interval``, unless the caller
+        read it (``rows``: ``(holder, host, pid, beats, ...)``, read at
+        ``now``). Stood still while
         this process watched: a read that failed, or one more than half
         ``holder_timeout`` after the last, starts the count again. After
         an outage of the index, every holder's count stood still; those
@@ -74,19 +76,19 @@ class Watch(object):
         """
         options = self.conf.nova_ext_index
         now = time.monotonic() if now is None else now
-        with self._lock:
-            if now < self._due:
-                return []
-            self._due = now + options.holder_heartbeat_interval
-        try:
-            with engine.connect() as conn:
-                rows = conn.execute(sa.select(
-                    HOLDERS.c.holder, HOLDERS.c.host, HOLDERS.c.pid,
-                    HOLDERS.c.beats)).all()
-        except Exception:
+        if rows is None:
             with self._lock:
-                self._read_at = None
-            raise
+                if now < self._due:
+                    return []
+                self._due = now + options.holder_heartbeat_interval
+            try:
+                with engine.connect() as conn:
+                    rows = conn.execute(sa.select(
+                        HOLDERS.c.holder, HOLDERS.c.host, HOLDERS.c.pid,
+                        HOLDERS.c.beats)).all()
+            except Exception:
+                self.unread()
+                raise
         dead = []
         with self._lock:
             if self._read_at is None or (
@@ -99,15 +101,23 @@ class Watch(object):
                 if beats != row.beats:
                     since = now
                 elif now - since >= options.holder_timeout:
-                    dead.append(tuple(row))
+                    dead.append(tuple(row)[:4])
                 seen[row.holder] = (row.beats, since)
             self._seen = seen
         return dead
 
-    def settle(self, engine, now=None):
-        """Release the holds of dead holders; the instances they held."""
+    def unread(self):
+        """A read of the holders table failed: the counts start again."""
+        with self._lock:
+            self._read_at = None
+
+    def settle(self, engine, now=None, rows=None):
+        """Release the holds of dead holders; the instances they held.
+
+        :param rows: as :meth:`dead` takes them.
+        """
         released = set()
-        for holder, host, pid, beats in self.dead(engine, now):
+        for holder, host, pid, beats in self.dead(engine, now, rows):
             uuids = holders.release(engine, holder, beats)
             if uuids is None:
                 continue

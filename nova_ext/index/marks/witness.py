@@ -73,11 +73,17 @@ class Witness(object):
         self._thread = None
 
     def observe(self, engine):
-        """Read the holders table once."""
+        """Read the holders table once; its rows, for ``watch`` too.
+
+        ``[(holder, host, pid, beats, vouches)]``.
+        """
         began = self.clock()
+        table = holders.HOLDERS
         with engine.connect() as conn:
-            vouches = dict(conn.execute(sa.select(
-                holders.HOLDERS.c.holder, holders.HOLDERS.c.vouches)).all())
+            rows = conn.execute(sa.select(
+                table.c.holder, table.c.host, table.c.pid, table.c.beats,
+                table.c.vouches)).all()
+        vouches = {row.holder: row.vouches for row in rows}
         with self._lock:
             if self._last is not None:
                 before, seen = self._last
@@ -90,6 +96,7 @@ class Witness(object):
             self._since = {h: t for h, t in self._since.items()
                            if h in vouches}
             self._last = (began, vouches)
+        return rows
 
     def silent(self, now=None, own=None):
         """The holders that did not vouch lately.
@@ -123,19 +130,15 @@ class Witness(object):
                       type(e).__name__, e)
         self._thread.start()
 
-    @property
-    def alive(self):
-        return self._thread is not None and self._thread.is_alive()
-
     def _run(self):
         failing = False
+        watching = watch.get_watch(self.conf)
         while True:
             try:
                 engine = db.get_engine(self.conf)
-                self.observe(engine)
-                # Dead holders are released where they are waited for.
-                watch.get_watch(self.conf).settle(engine)
+                rows = self.observe(engine)
             except Exception as e:
+                watching.unread()
                 if not failing:
                     LOG.warning('nova_ext index: cannot read the holders '
                                 'table (%s: %s); retrying', type(e).__name__,
@@ -145,6 +148,13 @@ class Witness(object):
                 if failing:
                     LOG.info('nova_ext index: holders table read again')
                 failing = False
+                # Dead holders are released where they are waited for, by
+                # the same reads.
+                try:
+                    watching.settle(engine, rows=rows)
+                except Exception as e:  # noqa: again at the next read
+                    LOG.debug('nova_ext index: dead holders not released '
+                              '(%s: %s)', type(e).__name__, e)
             interval = self.conf.nova_ext_index.holder_heartbeat_interval
             if self._stop.wait(interval / READS_PER_INTERVAL):
                 return

@@ -22,6 +22,13 @@ from nova_ext.index import schema
 from nova_ext.tests.unit.index import base as index_base
 
 
+def without_heartbeat(lease):
+    """``lease`` never starts its heartbeat thread: beats are the test's."""
+    lease._thread = threading.Thread(target=lambda: None)
+    lease._thread.start()
+    return lease
+
+
 class TestLease(index_base.IndexDBTestCase):
 
     def setUp(self):
@@ -55,9 +62,7 @@ class TestLease(index_base.IndexDBTestCase):
     def test_taken_for_dead_it_takes_a_new_name(self):
         lease = holders.Lease(self.conf.conf)
         self.addCleanup(lease.stop)
-        # No heartbeat thread: beats are this test's.
-        lease._thread = threading.Thread(target=lambda: None)
-        lease._thread.start()
+        without_heartbeat(lease)
         name = lease.ensure(self.engine)
         with self.engine.begin() as conn:
             conn.execute(sa.delete(schema.HOLDERS))
@@ -92,14 +97,13 @@ class TestLease(index_base.IndexDBTestCase):
     def test_recorded_with_a_first_vouch_if_everything_is_recorded(self):
         lease = holders.Lease(self.conf.conf)
         self.addCleanup(lease.stop)
-        lease._thread = threading.Thread(target=lambda: None)
-        lease._thread.start()
+        without_heartbeat(lease)
         lease.ready = lambda timeout: True
         name = lease.ensure(self.engine)
         self.assertEqual(1, self.beats('vouches')[name])
         other = holders.Lease(self.conf.conf)
         self.addCleanup(other.stop)
-        other._thread = lease._thread
+        without_heartbeat(other)
         other.ready = lambda timeout: False
         name = other.ensure(self.engine)
         self.assertEqual(0, self.beats('vouches')[name])
@@ -107,8 +111,7 @@ class TestLease(index_base.IndexDBTestCase):
     def test_vouches_only_once_everything_is_recorded(self):
         lease = holders.Lease(self.conf.conf)
         self.addCleanup(lease.stop)
-        lease._thread = threading.Thread(target=lambda: None)
-        lease._thread.start()
+        without_heartbeat(lease)
         asked = []
         lease.ready = lambda timeout: asked.append(timeout) or False
         name = lease.ensure(self.engine)
@@ -133,9 +136,7 @@ class TestFence(index_base.IndexDBTestCase):
                    group='nova_ext_index')
         self.lease = holders.Lease(self.conf.conf)
         self.addCleanup(self.lease.stop)
-        # No heartbeat thread: beats are this test's.
-        self.lease._thread = threading.Thread(target=lambda: None)
-        self.lease._thread.start()
+        without_heartbeat(self.lease)
         # Recorded with changes unrecorded: no beat.
         self.clean = False
         self.lease.ready = lambda timeout: self.clean
@@ -160,7 +161,7 @@ class TestFence(index_base.IndexDBTestCase):
     def test_its_row_recorded_with_a_beat_counts_as_one(self):
         other = holders.Lease(self.conf.conf)
         self.addCleanup(other.stop)
-        other._thread = self.lease._thread
+        without_heartbeat(other)
         other.ensure(self.engine)
         started = time.monotonic()
         other.fence(lambda: False)

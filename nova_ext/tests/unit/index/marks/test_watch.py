@@ -11,6 +11,7 @@
 # under the License.
 """Dead holders told by their beats, on a real SQLite index database."""
 
+import collections
 import time
 
 import sqlalchemy as sa
@@ -82,6 +83,25 @@ class TestWatch(index_base.IndexDBTestCase):
         self.assertEqual(
             ['alive', 'dead'],
             sorted(h[0] for h in self.watch.dead(self.engine, now=1022.0)))
+
+    def test_rows_another_reader_read_are_judged_alike(self):
+        # The witness's reads (witness.Witness.observe), without another.
+        broken = sa.create_engine('sqlite:////nonexistent/dir/index.db')
+
+        row = collections.namedtuple(
+            'Row', 'holder host pid beats vouches')
+
+        def rows(alive_beats):
+            return [row('alive', 'h', 1, alive_beats, 0),
+                    row('dead', 'h', 1, 0, 0)]
+        for n, now in enumerate((1000.0, 1004.0, 1008.0)):
+            self.assertEqual([], self.watch.dead(broken, now, rows(n)))
+        # A read that failed elsewhere: the count starts again.
+        self.watch.unread()
+        for n, now in enumerate((1012.0, 1016.0, 1021.0), 3):
+            self.assertEqual([], self.watch.dead(broken, now, rows(n)))
+        self.assertEqual([('dead', 'h', 1, 0)],
+                         self.watch.dead(broken, 1022.0, rows(6)))
 
     def test_a_read_long_after_the_last_counts_again(self):
         self.watch.dead(self.engine, now=1000.0)
