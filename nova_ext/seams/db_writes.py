@@ -28,6 +28,10 @@ session of the process:
 * ``after_transaction_end`` of a session's outermost transaction, after
   its commit or rollback: the holds are released and the marks renewed.
 
+It also has the process record what it could not record yet when a Nova
+service of it stops (``nova_ext.index.marks.process.record_at_stops``),
+before the service starts.
+
 Statements that Nova runs on a bare connection, outside any session, are
 not seen: in Nova 34 only ``archive_deleted_rows`` does so on tracked
 tables, and it then deletes the archived instances' mappings through a
@@ -46,6 +50,7 @@ from sqlalchemy import orm
 from nova_ext import compat
 from nova_ext import exception
 from nova_ext.index.marks import capture
+from nova_ext.index.marks import process
 from nova_ext import startup_log
 
 LOG = logging.getLogger(__name__)
@@ -118,6 +123,7 @@ def attach(conf):
         if _CONF is None:
             for name, listener in _LISTENERS:
                 event.listen(orm.Session, name, listener)
+            process.record_at_stops(conf)
             # From the notification driver, before the process sets up
             # its logging.
             startup_log.info(LOG, 'nova_ext index change capture attached')

@@ -333,6 +333,14 @@ def get_lease(conf):
         return _LEASE
 
 
+def leave():
+    """Release this process's holder row, if it has one (``Lease.leave``)."""
+    with _LOCK:
+        lease = _LEASE
+    if lease is not None:
+        lease.leave()
+
+
 def reset():
     """Release this process's holder, as at its exit, and stop its beats.
 

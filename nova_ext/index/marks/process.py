@@ -82,39 +82,49 @@ def get_batcher(conf):
     with _LOCK:
         # As get_worker(); what the parent had buffered is its own to
         # record.
-        if _BATCHER is None or not _BATCHER.alive:
-            wake = None
-            if applies_marks(conf):
-                wake = lambda: get_worker(conf).wake()  # noqa: E731
-            # The lease first: atexit runs its hooks last in, first out,
-            # and the holder row is to go only after the batcher's last
-            # record, whose holds name it.
-            lease = holders.get_lease(conf)
-            _BATCHER = batcher.Batcher(conf, wake=wake)
-            # A holder vouches only once it has recorded what it learned
-            # of.
-            lease.ready = _BATCHER.recorded_all
-            atexit.register(record_at_exit, conf, _BATCHER)
-            _record_at_stop(conf, _BATCHER)
-        return _BATCHER
+        if _BATCHER is not None and _BATCHER.alive:
+            return _BATCHER
+        wake = None
+        if applies_marks(conf):
+            wake = lambda: get_worker(conf).wake()  # noqa: E731
+        # The lease first: atexit runs its hooks last in, first out, and
+        # the holder row is to go only after the batcher's last record,
+        # whose holds name it.
+        lease = holders.get_lease(conf)
+        _BATCHER = running = batcher.Batcher(conf, wake=wake)
+        # A holder vouches only once it has recorded what it learned of.
+        lease.ready = running.recorded_all
+        atexit.register(record_at_exit, conf, running)
+    # Where capture did not attach first (record_at_stops).
+    record_at_stops(conf)
+    return running
 
 
-def _record_at_stop(conf, running):
-    # A Nova service run by oslo.service leaves by os._exit once it has
-    # stopped, without the atexit hooks.
+def record_at_stops(conf):
+    """Have this process record what it holds when a Nova service stops.
+
+    A Nova service run by oslo.service leaves by ``os._exit`` once it has
+    stopped, without the atexit hooks. Called as capture attaches, before
+    the service starts: a worker leaves as soon as its ``wait()`` raises,
+    which only a ``wait()`` begun after this waits out
+    (``service_stop``), and a conductor makes its first write long after
+    its ``wait()`` began.
+    """
     try:
-        service_stop.after_stop(
-            __name__, functools.partial(_stopped, conf, running))
+        service_stop.after_stop(__name__, functools.partial(_stopped, conf))
     except exception.UnsupportedNovaVersion as e:
         LOG.warning('%s; a Nova service that stops leaves what it has not '
                     'recorded in the index to the reconcile pass', e)
 
 
-def _stopped(conf, running):
-    record_at_exit(conf, running)
+def _stopped(conf):
+    with _LOCK:
+        running = _BATCHER
+    if running is not None:
+        record_at_exit(conf, running)
     # Without the atexit hooks: the holder's row goes now, or nova-api
     # lists from Nova's path until it is taken for dead.
-    holders.get_lease(conf).leave()
+    holders.leave()
 
 
 def record_at_exit(conf, running):

@@ -27,16 +27,19 @@ after its writes, as nova-conductor does, with Nova's base manager: Nova's
 launcher, which leaves by ``os._exit`` once SIGTERM has stopped the
 service), and prints ``serving`` once it has started.
 
-With ``NOVA_EXT_TEST_EXIT=worker`` the second instance is created by the
-service, in the worker oslo.service forks for it (cotyledon's, as
-nova-conductor runs), whose manager runs a periodic task every second and
-takes 3 s to shut down gracefully: Nova skips its periodic tasks then,
-oslo.service's timer raises for it, and the worker's ``wait()`` raises
-during the stop.
+With ``NOVA_EXT_TEST_EXIT=worker`` both instances are created by the
+service instead, in the worker oslo.service forks for it (cotyledon's, as
+nova-conductor runs), once the worker's ``wait()`` has begun: as
+nova-conductor's first write comes with its first request, nothing of
+nova_ext's index runs in the process before. Its manager runs a periodic
+task every second and takes 3 s to shut down gracefully: Nova skips its
+periodic tasks then, oslo.service's timer raises for it, and the worker's
+``wait()`` raises during the stop.
 """
 
 import os
 import sys
+import threading
 import time
 
 from nova.conductor import rpcapi as conductor_rpcapi
@@ -61,18 +64,23 @@ def create(uuid):
         'uuid': uuid, 'project_id': 'p', 'user_id': 'u'})
 
 
+def write_both(go):
+    """The first instance, recorded; the second once ``go`` says so."""
+    create(FIRST)
+    process.get_batcher(config.CONF).flush(10)
+    print('ready', flush=True)
+    go.readline()
+    create(UUID)
+    print('written', flush=True)
+
+
 def main(argv):
     config.parse_args(argv)
     logging.setup(config.CONF, 'nova')
     migration.db_sync(database='main')
-    create(FIRST)
-    process.get_batcher(config.CONF).flush(10)
-    print('ready', flush=True)
-    sys.stdin.readline()
     mode = os.environ.get('NOVA_EXT_TEST_EXIT')
     if mode != 'worker':
-        create(UUID)
-        print('written', flush=True)
+        write_both(sys.stdin)
     if mode in ('service', 'worker'):
         # Nova's base manager: the conductor's own asks keystone for
         # placement's endpoint as it is made.
@@ -93,12 +101,29 @@ def main(argv):
 class Conductor(nova_service.Service):
     """Nova's service, which says when it serves."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.waiting = threading.Event()
+        # The worker's own standard input is /dev/null (multiprocessing).
+        self.go = os.fdopen(os.dup(sys.stdin.fileno()))
+
     def start(self):
         super().start()
         if os.environ.get('NOVA_EXT_TEST_EXIT') == 'worker':
-            create(UUID)
-            print('written', flush=True)
+            threading.Thread(target=self._write, daemon=True).start()
+        else:
+            print('serving', flush=True)
+
+    def _write(self):
+        self.waiting.wait()
+        # wait() has looked up what it runs by now.
+        time.sleep(0.5)
+        write_both(self.go)
         print('serving', flush=True)
+
+    def wait(self):
+        self.waiting.set()
+        return super().wait()
 
 
 class SlowToStop(manager.Manager):

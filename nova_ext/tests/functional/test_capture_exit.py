@@ -141,7 +141,8 @@ class ExitWithChangesUnrecorded(test_capture_process.IndexInTmp):
 
     def test_a_worker_whose_wait_raised_in_its_stop_records_them(self):
         # The worker leaves once wait() has raised; the stop is still
-        # under way in another thread.
+        # under way in another thread. It writes first once its wait() has
+        # begun, as nova-conductor does.
         proc, lock = self.start(max_lag=120, serve='worker')
         proc.send_signal(signal.SIGTERM)
         # Its manager takes 3 s to stop.
