@@ -149,7 +149,8 @@ def main(argv):
         return 1
     status = 0
     for test_path, top_dir in chosen:
-        status = status or run_suite(test_path, top_dir, run_args)
+        ran = run_suite(test_path, top_dir, run_args)
+        status = status or ran
     return status
 
 

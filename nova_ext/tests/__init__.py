@@ -1,0 +1,4 @@
+
+from nova_ext.tests import deadline
+
+deadline.arm()

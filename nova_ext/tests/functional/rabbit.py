@@ -11,9 +11,10 @@
 # under the License.
 """A throwaway RabbitMQ broker for the message-bus tests.
 
-Started by the test on 127.0.0.1 with free ports, its node name, cookie
-(HOME), database and logs in a temporary directory, and stopped and
-removed at the end. ``rabbitmq-server`` comes from Debian's package, which
+Started by the test on 127.0.0.1 with free ports (its own Erlang port
+mapper's too), its node name, cookie (HOME), database and logs in a
+temporary directory, and stopped and removed at the end.
+``rabbitmq-server`` comes from Debian's package, which
 ``tools/test-packages`` installs before the functional tests.
 """
 
@@ -46,8 +47,10 @@ class RabbitMQ(object):
             os.environ,
             PATH=self.bin + ':' + os.environ.get('PATH', ''),
             HOME=self.dir,
-            # Erlang's port mapper, if this starts it: 127.0.0.1 only.
+            # Erlang's port mapper: this broker's own, on 127.0.0.1 only,
+            # stopped with it.
             ERL_EPMD_ADDRESS='127.0.0.1',
+            ERL_EPMD_PORT=str(sqlserver._free_port()),
             RABBITMQ_NODENAME=self.node,
             RABBITMQ_NODE_IP_ADDRESS='127.0.0.1',
             RABBITMQ_NODE_PORT=str(self.port),
@@ -121,6 +124,10 @@ class RabbitMQ(object):
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, 9)
+        if self.proc is not None:
+            # The port mapper outlives the broker that started it.
+            subprocess.run(['epmd', '-kill'], env=self.env,
+                           capture_output=True, timeout=60)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -134,8 +134,12 @@ class RabbitMQ(object):
             os.environ,
             PATH=self.BIN + ':' + os.environ.get('PATH', ''),
             HOME=self.dir,
-            # epmd, which the broker starts, listens on loopback only.
+            # epmd, which the broker starts, listens on loopback only, on
+            # a port of the cloud's: the cloud stops it with the broker,
+            # and another broker of the host (the functional tests') has
+            # its own.
             ERL_EPMD_ADDRESS='127.0.0.1',
+            ERL_EPMD_PORT=str(lay.ports['epmd']),
             RABBITMQ_NODENAME=self.node,
             RABBITMQ_NODE_IP_ADDRESS='127.0.0.1',
             RABBITMQ_NODE_PORT=str(lay.ports['rabbit']),
@@ -184,7 +188,8 @@ class RabbitMQ(object):
                 [os.path.join(self.BIN, 'rabbitmqctl'), '-n', self.node,
                  'stop'], env=self.env, capture_output=True, timeout=120)
         self.ps.stop('rabbitmq', timeout=60)
-        # epmd outlives the broker it was started by; it is ours.
+        # epmd outlives the broker it was started by; the one on the
+        # cloud's port is the cloud's (ERL_EPMD_PORT).
         subprocess.run(['epmd', '-kill'], env=self.env,
                        capture_output=True)
 

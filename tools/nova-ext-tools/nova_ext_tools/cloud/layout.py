@@ -40,6 +40,8 @@ _OFFSETS = {
     'cell_db_proxy': 3307,
     'rabbit': 5672,
     'rabbit_dist': 5673,
+    # The broker's own Erlang port mapper, not the host's shared one.
+    'epmd': 4369,
     'ovn_nb': 6641,
     'ovn_sb': 6642,
     'keystone': 5000,
