@@ -40,21 +40,29 @@ from nova_ext.tests.functional import holder_process
 from nova_ext.tests.functional import test_capture_process
 from nova_ext.tests.functional import test_index_parity
 
-# test_capture_process's nova.conf, with a quick heartbeat.
+#: Seconds between two heartbeats, of the holder and of this process.
+HEARTBEAT = 1.0
+
+# test_capture_process's nova.conf, with this heartbeat.
 NOVA_CONF = (test_capture_process.NOVA_CONF +
-             'holder_heartbeat_interval = 0.2\n')
+             'holder_heartbeat_interval = %s\n' % HEARTBEAT)
 
 HELD = ['0c0c0c0c-0000-4000-8000-00000000000%d' % n for n in range(3)]
 
 
 class TestDeadHolder(test_index_parity.IndexTestCase):
 
-    TIMEOUT = 3.0
+    TIMEOUT = 6.0
 
     def setUp(self):
         super().setUp()
+        # Beats a second apart: a reader counts a holder silent once it
+        # has not seen a vouch for two intervals, and a loaded machine
+        # (CI runs the deployment tests beside these) delays a beat, or
+        # this process's reading of it, by more than half a second.
         self.flags(catch_up_limit=len(HELD) - 1, holder_timeout=self.TIMEOUT,
-                   holder_heartbeat_interval=0.2, group='nova_ext_index')
+                   holder_heartbeat_interval=HEARTBEAT,
+                   group='nova_ext_index')
 
     def start_holder(self):
         tmp = self.useFixture(fixtures.TempDir()).path
