@@ -168,11 +168,12 @@ class TestFence(index_base.IndexDBTestCase):
         self.assertGreaterEqual(time.monotonic() - started, 0.9)
 
     def test_until_the_last_beat_vouches_no_more(self):
+        # The beat vouches at its end, which comes after this moment.
+        before = time.monotonic()
         self.assertTrue(self.lease.beat())
-        beat = time.monotonic()
         waited = self.lease.fence(lambda: False)
         # Two heartbeat intervals after the beat, by this clock.
-        self.assertGreaterEqual(time.monotonic() - beat, 1.0)
+        self.assertGreaterEqual(time.monotonic() - before, 1.0)
         self.assertLess(waited, 1.0 + 0.5)
 
     def test_or_until_its_changes_are_recorded(self):
@@ -195,7 +196,8 @@ class TestFence(index_base.IndexDBTestCase):
         beating.start()
         self.addCleanup(beating.join)
         self.assertTrue(checked.wait(10))
-        threading.Timer(0.3, go.set).start()
+        # Before the timer: its beat ends 0.3 s after this at the earliest.
         started = time.monotonic()
+        threading.Timer(0.3, go.set).start()
         self.lease.fence(lambda: False)
         self.assertGreaterEqual(time.monotonic() - started, 0.3 + 1.0)
