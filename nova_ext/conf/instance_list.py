@@ -193,10 +193,12 @@ marker through the feed and waits until it is read back, so every
 notification Neutron had sent before is counted first (Neutron sends them
 with publisher confirms before it answers the change). A port, security
 group, security group rule, RBAC policy or network notification, or a lost
-connection to RabbitMQ, and the next request asks Neutron again. Neutron
-must send notifications (``[oslo_messaging_notifications]driver =
-messagingv2``); until it has sent its first, its exchange does not exist
-and the pages ask Neutron. Read when nova-api starts.
+connection to RabbitMQ, and the next request asks Neutron again; while such
+a change is under way (``neutron_feed_call_timeout``), every request asks
+Neutron and keeps nothing. Neutron must send notifications
+(``[oslo_messaging_notifications]driver = messagingv2``); until it has sent
+its first, its exchange does not exist and the pages ask Neutron. Read
+when nova-api starts.
 """),
     cfg.StrOpt(
         'neutron_feed_exchange',
@@ -218,6 +220,23 @@ The topics of Neutron's notifications (Neutron's
         help="""
 Seconds a detailed page waits for its marker to come back through
 Neutron's feed before it asks Neutron instead.
+"""),
+    cfg.FloatOpt(
+        'neutron_feed_call_timeout',
+        default=300.0,
+        min=0.0,
+        help="""
+Seconds a change Neutron notified the start of (``port.update.start``,
+...) counts as under way while its end (``port.update.end``) has not come,
+and seconds after each nova-api process binds its queue to Neutron's
+notifications. Meanwhile no page keeps or reuses Neutron's answer: a change
+shows in Neutron's answers from its commit, which comes between the two,
+and Neutron sends no end for a request that fails. Set it above the
+longest a Neutron API request that changes ports, security groups, RBAC
+policies or networks can take (Neutron binds a port before it sends the
+end of its update; OVN's ``ovsdb_timeout`` is 180 s): a change that
+commits after its start has counted for this long shows in pages only
+once its end comes. Read when nova-api starts.
 """),
     cfg.IntOpt(
         'neutron_answers_kept',

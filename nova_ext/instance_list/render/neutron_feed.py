@@ -11,20 +11,27 @@
 # under the License.
 """Neutron's notifications, as proof that its answers did not change.
 
-Neutron's API sends a notification (``port.update.end``, ...) for each
-change it makes, through oslo.messaging with publisher confirms: by the
-time Neutron answers the request that made a change, RabbitMQ has put the
-notification in every queue bound to Neutron's notifications. A
-:class:`Feed` binds a queue of its own (exclusive, gone with its
-connection) to them and counts the changes that can alter the security
-groups Nova's detailed list shows: ``epoch`` grows with each such
-notification, and with each reconnection, after which what was published
-meanwhile is unknown.
+Neutron's API sends two notifications for each change it makes, through
+oslo.messaging with publisher confirms: ``port.update.start`` before it
+makes the change, ``port.update.end`` once it has made it, before it
+answers. RabbitMQ has put each in every queue bound to Neutron's
+notifications by the time Neutron goes on. A :class:`Feed` binds a queue of
+its own (exclusive, gone with its connection) to them and counts the
+notifications of changes that can alter the security groups Nova's
+detailed list shows: ``epoch`` grows with each, and with each
+reconnection, after which what was published meanwhile is unknown.
 
 :meth:`Feed.confirm` is the proof. It sends a marker into the feed's own
 queue and waits until the feed has read it: the queue delivers in order, so
-every change Neutron had confirmed before the marker was sent has been
-counted by then. Two confirmations that give the same epoch prove that
+every notification Neutron had sent before the marker was sent has been
+counted by then. A change is visible in Neutron's answers from its commit,
+which comes between its two notifications, well before its ``.end`` when
+Neutron binds a port: while a change has started and not ended, there is
+no proof. Changes are matched by the request id their notifications carry;
+a request that fails sends no ``.end``, so a change is taken as under way
+for at most ``call_timeout`` seconds after its start, and so are the
+requests that may have started before the feed's queue was bound. Two
+confirmations that give the same epoch with no change under way prove that
 Neutron made no change between the first and the second, as far as its
 feed tells.
 """
@@ -33,6 +40,7 @@ import json
 import os
 import socket
 import threading
+import time
 import urllib.parse
 import uuid
 
@@ -82,17 +90,26 @@ def kombu_url(url):
     return ';'.join(urls)
 
 
-def event_type(body):
-    """The event type of a notification's message body, or None."""
+def _message(body):
+    """A notification's message, out of its messagingv2 envelope, or None."""
     if isinstance(body, dict) and 'oslo.message' in body:
         try:
             body = json.loads(body['oslo.message'])
         except (TypeError, ValueError):
             return None
-    if isinstance(body, dict):
-        event = body.get('event_type')
-        return event if isinstance(event, str) else None
-    return None
+    return body if isinstance(body, dict) else None
+
+
+def event_type(body):
+    """The event type of a notification's message body, or None."""
+    event = (_message(body) or {}).get('event_type')
+    return event if isinstance(event, str) else None
+
+
+def request_id(body):
+    """The request id a notification's message body carries, or None."""
+    found = (_message(body) or {}).get('_context_request_id')
+    return found if isinstance(found, str) and found else None
 
 
 def changes_groups(event):
@@ -107,13 +124,24 @@ class Feed(object):
     """Neutron's notifications, read by a thread of this process."""
 
     def __init__(self, url, exchange='neutron', topics=('notifications',),
-                 ssl=None):
+                 ssl=None, call_timeout=300.0):
+        """Start reading Neutron's notifications on ``url``.
+
+        :param call_timeout: the seconds a change counts as under way
+            without its ``.end``, and after the queue is bound.
+        """
         self.url = kombu_url(url)
         self.exchange = exchange
         self.topics = tuple(topics)
         self.ssl = ssl
+        self.call_timeout = call_timeout
+        #: This feed's epochs are its own: another's may count the same.
+        self.ident = uuid.uuid4().hex
         #: Grows with each change counted and each reconnection.
         self.epoch = 0
+        #: The changes under way: {request id: [starts less ends, when the
+        #: last started (monotonic)]}; the queue's binding is one of them.
+        self._under_way = {}
         self._cond = threading.Condition()
         self._queue = None          # bound and consumed, or None
         self._seen = {}             # marker waited for: read back yet
@@ -168,6 +196,8 @@ class Feed(object):
                 with self._cond:
                     self.epoch += 1
                     self._queue = queue.name
+                    # Requests that started before are not known.
+                    self._under_way[uuid.uuid4().hex] = [1, time.monotonic()]
                     self._cond.notify_all()
                 LOG.info('nova_ext reads Neutron\'s notifications (exchange '
                          '%s, topics %s)', self.exchange,
@@ -188,14 +218,43 @@ class Feed(object):
             return
         event = event_type(body)
         if changes_groups(event):
+            request = request_id(body)
             with self._cond:
                 self.epoch += 1
-            LOG.debug('nova_ext: Neutron notified %s', event)
+                self._count(event, request)
+            LOG.debug('nova_ext: Neutron notified %s (%s)', event, request)
+
+    def _count(self, event, request):
+        """Count a change's notification as started or ended (locked)."""
+        if event is not None and event.endswith('.end'):
+            found = self._under_way.get(request)
+            if found is not None:
+                found[0] -= 1
+                if found[0] <= 0:
+                    del self._under_way[request]
+            return
+        # A start, or what no end can be matched with: under way.
+        if request is None or event is None or not event.endswith('.start'):
+            request = uuid.uuid4().hex
+        # Starts that never end are let go of even where no page asks.
+        self._settled()
+        found = self._under_way.setdefault(request, [0, 0.0])
+        found[0] += 1
+        found[1] = time.monotonic()
+
+    def _settled(self):
+        """Whether no change is under way (locked)."""
+        now = time.monotonic()
+        for request, (_, started) in list(self._under_way.items()):
+            if now - started >= self.call_timeout:
+                del self._under_way[request]
+        return not self._under_way
 
     def _undecodable(self, message, error):
-        # What cannot be read could be a change.
+        # What cannot be read could be a change, under way.
         with self._cond:
             self.epoch += 1
+            self._count(None, None)
         LOG.debug('nova_ext: a message on Neutron\'s feed could not be '
                   'decoded: %s', error)
 
@@ -226,7 +285,8 @@ class Feed(object):
         :param timeout: seconds to wait for the feed's thread to read the
             marker.
         :returns: the epoch, or None when the feed is not read (not
-            connected, or the marker not back in time): no proof then.
+            connected, or the marker not back in time) or a change is
+            under way: no proof then.
         """
         with self._cond:
             queue = self._queue
@@ -243,6 +303,9 @@ class Feed(object):
                     lambda: self._seen.get(marker) or self._queue != queue,
                     timeout)
                 if not back or not self._seen.get(marker):
+                    return None
+                if not self._settled():
+                    LOG.debug('nova_ext: Neutron has changes under way')
                     return None
                 return self.epoch
         finally:
@@ -304,8 +367,9 @@ def feed(conf):
     with _LOCK:
         found = _FEEDS.get(key)
         if found is None:
-            found = _FEEDS[key] = Feed(key[1], key[2], key[3],
-                                       ssl=_ssl(conf))
+            found = _FEEDS[key] = Feed(
+                key[1], key[2], key[3], ssl=_ssl(conf),
+                call_timeout=group.neutron_feed_call_timeout)
         return found
 
 

@@ -258,6 +258,7 @@ def start(conf, context, uuids):
         # makes a later epoch, under which this answer is not given.
         epoch = feed.confirm(group.neutron_feed_wait)
         if epoch is not None:
+            epoch = (feed.ident, epoch)
             answers = _answers(group.neutron_answers_kept)
             key = (context.auth_token, tuple(uuids))
             groups = answers.get(key, epoch)

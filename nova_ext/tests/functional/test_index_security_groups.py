@@ -213,12 +213,15 @@ class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
             return context
         self.useFixture(fixtures.MonkeyPatch(
             'nova.api.auth.NovaKeystoneContext._create_context', with_token))
-        self.flags(neutron_feed_url=self.url, group='nova_ext_instance_list')
+        self.flags(neutron_feed_url=self.url,
+                   neutron_feed_call_timeout=test_neutron_feed.CALL_TIMEOUT,
+                   group='nova_ext_instance_list')
         self.addCleanup(neutron_feed.stop_all)
         self.notifier = test_neutron_feed.neutron_notifier(self, self.url)
         # Neutron's exchange exists once it has notified.
         self.notifier.info({}, 'port.create.end', {})
         self.assertTrue(neutron_feed.feed(CONF).wait_ready(60))
+        test_neutron_feed.proven(self, neutron_feed.feed(CONF))
 
     def _get(self, api, uri):
         # As keystonemiddleware gives the context the caller's token; the
@@ -246,8 +249,9 @@ class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
         return got
 
     def test_kept_while_neutron_s_feed_proves_it_unchanged(self):
-        # One population for the three, which take turns on its state.
+        # One population for the four, which take turns on its state.
         self._changes_notified()
+        self._change_under_way()
         self._asked_by_the_view_as_nova()
         self._feed_lost()
 
@@ -289,6 +293,27 @@ class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
         self._list(self.admin_api, uri, kept=False)
         self.tokens = True
 
+    def _change_under_way(self):
+        # Neutron commits a change between its start and its end (for a
+        # port bound to a host, seconds apart): meanwhile nothing is kept
+        # or given again.
+        uri = self.URI
+        server = self.servers['locked2']['id']
+        port = next(p for p in self.neutron._ports.values()
+                    if p['device_id'] == server)
+        self._list(self.admin_api, uri, kept=True)
+        request = test_neutron_feed.request('update')
+        self.notifier.info(request, 'port.update.start',
+                           {'id': port['id'], 'port': {}})
+        self._list(self.admin_api, uri, kept=False)
+        # Committed: Nova's view shows it at once, and so must nova_ext's.
+        port['security_groups'].remove(SECOND_GROUP['id'])
+        got = self._list(self.admin_api, uri, kept=False)
+        self.assertEqual(['default'], _names(got, server))
+        self.notifier.info(request, 'port.update.end', {'port': port})
+        self._list(self.admin_api, uri, kept=False)
+        self._list(self.admin_api, uri, kept=True)
+
     def _asked_by_the_view_as_nova(self):
         # One request at once: Nova's view asks, and its answer is kept.
         self.flags(neutron_requests_at_once=1,
@@ -317,6 +342,9 @@ class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
         self.broker._ctl('set_permissions', '-p', self.vhost, 'guest',
                          '.*', '.*', '.*')
         self.assertTrue(neutron_feed.feed(CONF).wait_ready(60))
+        self._list(self.admin_api, uri, kept=False)
+        # Nor for as long as a request begun meanwhile may take.
+        test_neutron_feed.proven(self, neutron_feed.feed(CONF))
         self._list(self.admin_api, uri, kept=False)
         self._list(self.admin_api, uri, kept=True)
 

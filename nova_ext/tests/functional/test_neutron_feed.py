@@ -18,14 +18,19 @@ as Neutron's answer to a change waits for it.
 """
 
 import time
+import uuid
 
 import kombu
+from oslo_context import context
 from oslotest import base
 
 from nova_ext.instance_list.render import neutron_feed
 from nova_ext.tests.functional import rabbit
 
 WAIT = 10
+#: The feed's call_timeout here: how long it proves nothing after it binds
+#: its queue, or after a change started that has not ended.
+CALL_TIMEOUT = 1.0
 
 
 def neutron_notifier(test, url):
@@ -35,6 +40,31 @@ def neutron_notifier(test, url):
     """
     return rabbit.notifier(test, url, 'neutron', 'network.test',
                            'notifications')
+
+
+def proven(test, feed):
+    """The feed's first proof, once its call timeout after binding is over.
+
+    What may have started before it bound its queue counts as under way
+    until then.
+    """
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        epoch = feed.confirm(WAIT)
+        if epoch is not None:
+            return epoch
+        time.sleep(0.1)
+    test.fail('the feed proved nothing')
+
+
+def request(name):
+    """The context of one of Neutron's API requests, as its notifier sends.
+
+    Both notifications of a change carry its request id (a dict is sent as
+    no context at all).
+    """
+    return context.RequestContext(
+        request_id='req-%s-%s' % (name, uuid.uuid4()))
 
 
 def wait_lost(test, feed):
@@ -56,8 +86,8 @@ class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
         super().setUp()
         self.notifier = neutron_notifier(self, self.url)
 
-    def _feed(self):
-        feed = neutron_feed.Feed(self.url)
+    def _feed(self, call_timeout=CALL_TIMEOUT):
+        feed = neutron_feed.Feed(self.url, call_timeout=call_timeout)
         self.addCleanup(feed.stop)
         return feed
 
@@ -66,6 +96,7 @@ class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
         self.notifier.info({}, 'port.create.end', {'port': {}})
         feed = self._feed()
         self.assertTrue(feed.wait_ready(60))
+        proven(self, feed)
         return feed
 
     def test_no_proof_before_neutron_notifies(self):
@@ -76,7 +107,50 @@ class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
         # binds to it on its next try.
         self.notifier.info({}, 'network.create.end', {'network': {}})
         self.assertTrue(feed.wait_ready(60))
-        self.assertIsNotNone(feed.confirm(WAIT))
+        self.assertIsNotNone(proven(self, feed))
+
+    def test_no_proof_for_a_while_after_binding(self):
+        # A request that started before the queue was bound, and commits
+        # after, would show nowhere until its end.
+        self.notifier.info({}, 'port.create.end', {'port': {}})
+        feed = self._feed(call_timeout=3.0)
+        self.assertTrue(feed.wait_ready(60))
+        bound = time.monotonic()
+        self.assertIsNone(feed.confirm(WAIT))
+        self.assertIsNotNone(proven(self, feed))
+        self.assertGreaterEqual(time.monotonic() - bound, 3.0 - 0.5)
+
+    def test_no_proof_while_a_change_is_under_way(self):
+        # Neutron commits a change between its start and its end, which
+        # for a port bound to a host comes seconds later.
+        feed = self._ready_feed()
+        before = feed.confirm(WAIT)
+        first, second = request('first'), request('second')
+        self.notifier.info(first, 'port.update.start', {'id': 'p1'})
+        self.assertIsNone(feed.confirm(WAIT))
+        self.notifier.info(second, 'security_group.update.start', {})
+        self.notifier.info(first, 'port.update.end', {'port': {}})
+        self.assertIsNone(feed.confirm(WAIT))
+        # An end of a request that started before is no proof of others.
+        self.notifier.info(request('other'), 'port.delete.end', {})
+        self.assertIsNone(feed.confirm(WAIT))
+        self.notifier.info(second, 'security_group.update.end', {})
+        after = feed.confirm(WAIT)
+        self.assertIsNotNone(after)
+        self.assertGreater(after, before)
+        self.assertEqual(after, feed.confirm(WAIT))
+
+    def test_a_start_never_ended_counts_for_the_call_timeout(self):
+        # A request that fails sends no end; nor can a start without a
+        # request id be matched with one.
+        feed = self._ready_feed()
+        for sent_with in (request('failed'), {}):
+            self.notifier.info(sent_with, 'port.create.start', {'port': {}})
+            started = time.monotonic()
+            self.assertIsNone(feed.confirm(WAIT))
+            self.assertIsNotNone(proven(self, feed))
+            self.assertGreaterEqual(time.monotonic() - started,
+                                    CALL_TIMEOUT - 0.2)
 
     def test_a_confirmed_change_is_counted_before_the_marker(self):
         feed = self._ready_feed()
@@ -142,6 +216,5 @@ class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
                          '.*', '.*', '.*')
         # No proof until the feed reads a queue of its own again.
         self.assertTrue(feed.wait_ready(60))
-        after = feed.confirm(WAIT)
-        self.assertIsNotNone(after)
+        after = proven(self, feed)
         self.assertGreater(after, before)

@@ -30,6 +30,18 @@ class TestNeutronFeedParts(base.TestCase):
         self.assertTrue(neutron_feed.changes_groups('rbac_policy.delete.end'))
         self.assertFalse(neutron_feed.changes_groups('router.update.end'))
 
+    def test_request_ids(self):
+        # As oslo.messaging packs a context: its keys prefixed.
+        body = {'oslo.version': '2.0', 'oslo.message':
+                '{"event_type": "port.update.start", '
+                '"_context_request_id": "req-1"}'}
+        self.assertEqual('req-1', neutron_feed.request_id(body))
+        self.assertEqual('req-2', neutron_feed.request_id(
+            {'_context_request_id': 'req-2'}))
+        for body in ({'oslo.message': '{'}, {'_context_request_id': ''},
+                     {'_context_request_id': 3}, {}, None):
+            self.assertIsNone(neutron_feed.request_id(body))
+
     def test_kombu_url(self):
         self.assertEqual(
             'amqp://u%40x:p%2Fw@h1:5672/neutron;amqp://u%40x:p%2Fw@h2:5673/'
