@@ -216,16 +216,22 @@ class Batcher(object):
     def recorded_all(self, timeout):
         """Whether everything added so far is committed, within ``timeout``.
 
-        A failed commit is retried at once: this is asked before each
-        heartbeat of this process's holder (``holders.Lease.ready``), and
-        its changes are unknown to every other process until recorded,
-        while the pause after a failed commit grows to
-        :data:`MAX_BACKOFF`.
+        For a caller that waits (``timeout`` above 0), a failed commit is
+        retried at once: this is asked before each heartbeat of this
+        process's holder (``holders.Lease.ready``), and its changes are
+        unknown to every other process until recorded, while the pause
+        after a failed commit grows to :data:`MAX_BACKOFF`. A check that
+        does not wait leaves the pause as it is: the batcher's own thread
+        checks so before it records its holder's row
+        (``holders.Lease.ensure``), and would otherwise try again at once
+        after each failure, for as long as the index refuses it, never
+        pausing (under eventlet, no other greenthread would run).
         """
-        with self._cond:
-            # The condition's lock is reentrant.
-            if self._failing:
-                self.retry()
+        if timeout:
+            with self._cond:
+                # The condition's lock is reentrant.
+                if self._failing:
+                    self.retry()
         return self.flush(timeout)
 
     @property

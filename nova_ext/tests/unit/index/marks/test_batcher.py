@@ -13,8 +13,10 @@
 import time
 
 import fixtures
+from oslo_db import exception as db_exc
 
 from nova_ext.index.marks import batcher as batcher_mod
+from nova_ext.index.marks import pending
 from nova_ext.tests.unit.index import base as index_base
 
 
@@ -130,3 +132,31 @@ class TestBatcher(index_base.BatcherTestCase):
         running.retry()
         self.assertTrue(running.flush(10))
         self.assertEqual({'a': (1.0, 1.0)}, self.marked())
+
+    def test_a_check_that_does_not_wait_leaves_the_pause(self):
+        # As the batcher's own thread checks before it records its
+        # holder's row, which a read-only index refuses: were its pause
+        # cut short by its own check, it would try again without end.
+        for name in ('BACKOFF', 'MAX_BACKOFF'):
+            self.useFixture(fixtures.MockPatchObject(batcher_mod, name,
+                                                     3600))
+        running = self.batcher(delay=0.001)
+        tries = []
+
+        def refused(engine, changes, holds=(), releases=(), timeout=None):
+            tries.append(changes)
+            # Bounded, so that without the pause the test ends, and fails.
+            if len(tries) < 50:
+                self.assertFalse(running.recorded_all(0))
+            raise db_exc.DBError('attempt to write a readonly database')
+        pending.mark.side_effect = refused
+        running.add('a', 1.0)
+        deadline = time.monotonic() + 10
+        while not running.failures and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(1, running.failures)
+        # A heartbeat's check, which waits, has it try again at once.
+        self.assertFalse(running.recorded_all(0.5))
+        time.sleep(0.5)
+        self.assertEqual(2, running.failures)
+        self.assertEqual(2, len(tries))
