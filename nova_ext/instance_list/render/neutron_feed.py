@@ -196,8 +196,9 @@ class Feed(object):
                 with self._cond:
                     self.epoch += 1
                     self._queue = queue.name
-                    # Requests that started before are not known.
-                    self._under_way[uuid.uuid4().hex] = [1, time.monotonic()]
+                    # Requests that started before are not known: as one
+                    # start that no end can be matched with.
+                    self._count(None, None)
                     self._cond.notify_all()
                 LOG.info('nova_ext reads Neutron\'s notifications (exchange '
                          '%s, topics %s)', self.exchange,
