@@ -79,7 +79,9 @@ is down for that request, and Nova, which lists down cells its own way
 it. A cell holding changes the request applies first answers by its read
 of them instead, in the same time. And it is the time a list request
 waits for its process's own captured changes, where they wait in memory
-for the next batch, to be recorded in the index.
+for the next batch, to be recorded in the index, and the longest it (or an
+index worker) waits for another process's turn to apply the pending
+changes before it applies them itself.
 """),
     cfg.IntOpt(
         'deleted_retention',

@@ -174,7 +174,9 @@ _READ = sa.select(schema.GENERATION.c.generation,
                   schema.GENERATION.c.token).where(
                       schema.GENERATION.c.id == 1)
 _SETTLED = sa.select(sa.exists().select_from(schema.PENDING),
-                     _current('generation'), _current('token'))
+                     _current('generation'), _current('token'),
+                     sa.select(sa.func.max(schema.SEQUENCE.c.id))
+                     .scalar_subquery())
 
 
 def read(engine):
@@ -201,9 +203,20 @@ def settled(engine):
     waiting needs no :func:`read` of its own. The generation is None if
     unknown; what the database refuses is raised.
     """
+    waiting, now, _ticket = settled_ticket(engine)
+    return waiting, now
+
+
+def settled_ticket(engine):
+    """:func:`settled`, with the index's sequence number at that moment.
+
+    The number is a read's ticket (``nova_ext.index.marks.sequence``): an
+    instance the index holds from a read with a higher ticket was read
+    after this statement (``sequence.read_after``).
+    """
     with engine.connect() as conn:
-        waiting, now, token = conn.execute(_SETTLED).one()
-    return bool(waiting), None if now is None else (now, token)
+        waiting, now, token, ticket = conn.execute(_SETTLED).one()
+    return bool(waiting), None if now is None else (now, token), ticket or 0
 
 
 def changes(engine, since, now):

@@ -19,15 +19,16 @@ their cells as the worker would, and only then reads the index. What it
 cannot apply at once, it hands to Nova's path.
 """
 
-import threading
 import time
 
 from nova_ext.index.apply import refresh
+from nova_ext.index.apply import turn
 from nova_ext.index import db
 from nova_ext.index import generation
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
+from nova_ext.index.marks import sequence
 from nova_ext.index.marks import watch
 from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import rules
@@ -102,13 +103,14 @@ class CellCheck(object):
 class CatchUp(object):
     """What a list request does about changes, before and after its query.
 
-    One per driver, so that one thread of a nova-api process at a time
-    applies the marks; the others wait for it and find nothing left.
+    One thread of one process at a time applies the marks (``turn``); the
+    others wait for it, up to ``query_timeout``, and find nothing left, or
+    only marks of instances read since they looked
+    (``sequence.read_after``).
     """
 
     def __init__(self, conf):
         self.conf = conf
-        self._lock = threading.Lock()
         #: Whether the last check on its own found cells down.
         self.cells_down = False
 
@@ -146,26 +148,36 @@ class CatchUp(object):
         self._others_recorded()
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
-        waiting, now = generation.settled(engine)
+        waiting, now, ticket = generation.settled_ticket(engine)
         if not waiting:
             return now
         # The holds of a process that died stop counting here too, not
         # only where an indexer runs.
         watch.get_watch(self.conf).settle(engine)
-        with self._lock:
-            # Another thread may have applied them meanwhile.
+        if check is not None and not check.merges():
+            # Cells were found down by this process's last check: the check
+            # first, in query_timeout, where the reads of the changes would
+            # wait Nova's longer timeout for a cell that hangs, and before
+            # waiting for another's turn that may be reading it.
+            check.make()
+        with turn.taken(engine, self.conf.nova_ext_index.query_timeout):
+            # Another thread or process may have applied them meanwhile.
             taken = pending.take(engine, limit + 1)
             if not taken:
                 return None
             too_many = rules.pending(len(taken), limit, at_least=True)
             if too_many:
                 raise base.Unservable(too_many)
+            # Those another thread or process read since this request
+            # looked (its turn, that this one waited for): their reads saw
+            # every change this request must show. A held mark stays after
+            # its read, and would be read again by every request.
+            fresh = sequence.read_after(engine, taken, ticket)
+            taken = {u: seq for u, seq in taken.items() if u not in fresh}
+            if not taken:
+                return None
             if check is not None and not check.merges():
-                # Cells were found down (by this process's last check, or
-                # by another request while this one waited for the lock):
-                # the check first, in query_timeout, where the reads of the
-                # changes would wait Nova's longer timeout for a cell that
-                # hangs.
+                # Found down by another request while this one waited.
                 check.make()
             answered = {} if check is not None and check.merges() else None
             failed = refresh.apply_marks(ctx, self.conf, taken,

@@ -23,6 +23,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext.index.apply import source
+from nova_ext.index.apply import turn
 from nova_ext.index.apply import writer
 from nova_ext.index import db
 from nova_ext.index.marks import pending
@@ -81,6 +82,9 @@ def refresh(ctx, conf, uuids, rewrite=False, answered=None):
     if not uuids:
         return totals, failed
     ctx = ctx.elevated(read_deleted='yes')
+    # Taken before anything is read, the instance mappings included: see
+    # nova_ext.index.marks.sequence.
+    ticket = sequence.ticket(engine)
     mapped, unsure = locate(ctx, uuids)
     failed.extend(unsure)
     by_cell = _by_cell(mapped)
@@ -88,8 +92,6 @@ def refresh(ctx, conf, uuids, rewrite=False, answered=None):
                 if mapped.get(u) is None and u not in failed]
     if unmapped:
         totals = totals._replace(removed=remove(engine, unmapped))
-    # Taken before any cell is read: see nova_ext.index.marks.sequence.
-    ticket = sequence.ticket(engine)
     read = functools.partial(source.read, ticket=ticket)
     if answered is None:
         results = _each_cell(ctx, by_cell, read)
@@ -358,11 +360,12 @@ def process_pending(ctx, conf, limit=None, skip=None, done=None):
     """
     engine = db.get_engine(conf)
     watch.get_watch(conf).settle(engine)
-    taken = pending.take(engine, limit or conf.nova_ext_index.batch_size,
-                         skip=set(skip or ()) | set(done or ()))
-    if not taken:
-        return 0
-    failed = apply_marks(ctx, conf, taken)
+    with turn.taken(engine, conf.nova_ext_index.query_timeout):
+        taken = pending.take(engine, limit or conf.nova_ext_index.batch_size,
+                             skip=set(skip or ()) | set(done or ()))
+        if not taken:
+            return 0
+        failed = apply_marks(ctx, conf, taken)
     pending.failed(engine, failed)
     if skip is not None:
         skip.update(failed)

@@ -30,6 +30,9 @@ ticket (``writer``), and the reader of a mark removes it only if it was
 not renewed since it was taken (``pending.unmark``, by number): whatever
 the clocks say, the last read written is one that saw every change
 marked before it, and a change after it leaves a mark for another read.
+And a list that looked at the sequence before it catches up need not read
+again an instance the index holds from a read with a higher ticket
+(:func:`read_after`): that read began after the list looked.
 
 On Galera, numbers follow the order in which one node gives them: write
 to one node, as OpenStack deployments do.
@@ -43,6 +46,9 @@ from nova_ext.index import schema
 #: The statement that takes a number on SQLite, outside any transaction
 #: (``pending._mark_sqlite``).
 SQLITE_NEXT = 'INSERT INTO nova_ext_index_sequence DEFAULT VALUES'
+
+#: Uuids per statement of :func:`read_after`.
+_SLICE = 500
 
 
 def next_number(conn):
@@ -60,6 +66,27 @@ def ticket(engine):
     """:func:`current`, on a connection of its own, for a read to come."""
     with engine.connect() as conn:
         return current(conn)
+
+
+def read_after(engine, uuids, ticket):
+    """Of ``uuids``, those the index holds from a read after ``ticket``.
+
+    A read's ticket is the highest number committed when it began, and
+    ``ticket`` was the highest when its caller looked: a higher one was
+    committed after that, so the read began after, and saw every change
+    committed before the caller looked.
+    """
+    found = set()
+    uuids = sorted(uuids)
+    c = schema.INSTANCES.c
+    with engine.connect() as conn:
+        # A statement per slice: a catch-up takes more marks than some
+        # databases take parameters in one.
+        for at in range(0, len(uuids), _SLICE):
+            found.update(conn.execute(sa.select(c.uuid).where(
+                c.uuid.in_(uuids[at:at + _SLICE]),
+                c.ticket > ticket)).scalars())
+    return found
 
 
 def prune(conn):

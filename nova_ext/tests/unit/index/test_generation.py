@@ -24,6 +24,7 @@ from nova_ext.index.apply import writer
 from nova_ext.index import db
 from nova_ext.index import generation
 from nova_ext.index.marks import pending
+from nova_ext.index.marks import sequence
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration
 from nova_ext.tests.unit import base as unit_base
@@ -160,6 +161,12 @@ class TestSettled(base.IndexDBTestCase):
         self.assertEqual((True, applied), generation.settled(self.engine))
         pending.unmark(self.engine, pending.take(self.engine, 1))
         self.assertEqual((False, applied), generation.settled(self.engine))
+
+    def test_with_the_ticket_of_that_moment(self):
+        number = pending.mark(self.engine, [('u-1', 1.0)])
+        waiting, now, ticket = generation.settled_ticket(self.engine)
+        self.assertEqual((True, self.now(), number), (waiting, now, ticket))
+        self.assertEqual(sequence.ticket(self.engine), ticket)
 
     def test_no_generation_row(self):
         pending.mark(self.engine, [('u-1', 1.0)])

@@ -11,6 +11,7 @@
 # under the License.
 """The index's own sequence, on a real SQLite index database."""
 
+from nova_ext.index.apply import writer
 from nova_ext.index import db
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import sequence
@@ -53,3 +54,40 @@ class TestSequence(index_base.IndexDBTestCase):
         # ... and were it deleted, SQLite's AUTOINCREMENT still counts on.
         self.assertGreater(pending.mark(self.engine, [('u', 1.0)]),
                            numbers[-1])
+
+
+class TestReadAfter(index_base.IndexDBTestCase):
+    """The instances the index holds from a read after a ticket."""
+
+    CELL = index_base.Cell('cell-1', 3)
+
+    def setUp(self):
+        super().setUp()
+        self.ids = {}
+
+    def read(self, uuid, ticket):
+        source_id = self.ids.setdefault(uuid, len(self.ids) + 1)
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL, 1.0, index_base.instance_row(
+                uuid, source_id, index_base.T0, uuid), ticket=ticket),
+            [uuid])
+
+    def test_only_reads_with_a_higher_ticket(self):
+        self.read('before', 6)
+        self.read('at', 7)
+        self.read('after', 8)
+        self.assertEqual({'after'}, sequence.read_after(
+            self.engine, ['before', 'at', 'after', 'absent'], 7))
+
+    def test_a_read_again_counts_from_its_own_ticket(self):
+        self.read('u', 6)
+        self.assertEqual(set(), sequence.read_after(self.engine, ['u'], 7))
+        # A read that found the same rows records its ticket too.
+        self.read('u', 9)
+        self.assertEqual({'u'}, sequence.read_after(self.engine, ['u'], 7))
+
+    def test_more_uuids_than_one_statement_takes(self):
+        self.read('u-1', 9)
+        many = ['x-%04d' % n for n in range(sequence._SLICE * 2)] + ['u-1']
+        self.assertEqual({'u-1'},
+                         sequence.read_after(self.engine, many, 7))

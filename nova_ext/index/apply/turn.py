@@ -1,0 +1,223 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""One applier of pending marks at a time, across processes: a turn.
+
+Each list request applies the marks it finds pending before it reads the
+index (``nova_ext.instance_list.catch_up``), and the indexer's worker
+applies them in the background. Every nova-api worker process that lists
+while a change is pending would re-read the same instances from their
+cells and write them into the index, each on its own: with writes running
+and every worker busy, as many times as nova-api has workers. Under a
+turn, the others wait for the one applying, then find the marks gone.
+
+The turn is a lock of the index's own database, held on a connection of
+its own: MySQL's ``GET_LOCK`` (named for the index's database, since its
+names are the server's), PostgreSQL's transaction-level advisory lock;
+for SQLite, whose processes all share the one host of its file, a lock
+file beside the database file. tooz's locks were not used: its MySQL lock
+connects anew for each lock and waits in whole seconds, a second being
+ten times the catch-up it would save.
+
+A turn only saves work: any number of processes may apply the same marks
+at once, as they did without it, and each answer stays exact. So whoever
+waits longer than its ``wait`` for the turn, or whose database cannot
+give one (it is down; a Galera cluster, which does not support
+``GET_LOCK``), applies the marks itself.
+"""
+
+import contextlib
+import hashlib
+import threading
+import time
+
+from oslo_concurrency import lockutils
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from nova_ext.index import sqlite
+
+LOG = logging.getLogger(__name__)
+
+#: PostgreSQL's advisory lock key (a bigint) for the turn; advisory lock
+#: keys are the database's, so one key serves every index database.
+PG_KEY = int.from_bytes(hashlib.sha256(b'nova_ext.turn').digest()[:8],
+                        'big', signed=True)
+
+#: Seconds between two tries of a waiter for SQLite's lock file, at most.
+FILE_POLL = 0.01
+
+_LOCK = threading.Lock()
+#: {index URL: threading.Lock}: the process's own turn, before the others'.
+_LOCAL = {}
+#: The kinds of failure already logged as a warning by this process.
+_WARNED = set()
+
+
+def _local(engine):
+    key = str(engine.url)
+    with _LOCK:
+        return _LOCAL.setdefault(key, threading.Lock())
+
+
+@contextlib.contextmanager
+def taken(engine, wait):
+    """``with taken(engine, wait) as had``: the turn, if had in time.
+
+    :param wait: the seconds to wait for it, at most.
+    :yields: whether this thread holds the turn; False if another held it
+        for ``wait`` or the database could not give it. Either way the
+        caller applies what it finds pending.
+    """
+    # Threads of one process wait here: a MySQL lock excludes them as
+    # well, but SQLite's lock file is the process's own (fcntl).
+    start = time.monotonic()
+    local = _local(engine)
+    if not local.acquire(timeout=max(0.0, wait)):
+        yield False
+        return
+    try:
+        left = max(0.0, wait - (time.monotonic() - start))
+        dialect = engine.dialect.name
+        if dialect == 'mysql':
+            held = _mysql(engine, left)
+        elif dialect == 'postgresql':
+            held = _postgresql(engine, left)
+        elif dialect == 'sqlite':
+            held = _sqlite(engine, left)
+        else:
+            held = _nothing()
+        with held as had:
+            yield had
+    finally:
+        local.release()
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield False
+
+
+def _not_given(engine, error):
+    """Log once per process and kind of failure why no turn was given."""
+    kind = (engine.dialect.name, type(error).__name__)
+    if kind in _WARNED:
+        LOG.debug('nova_ext: no turn to apply pending changes: %s', error)
+        return
+    _WARNED.add(kind)
+    LOG.warning('nova_ext: the index database gave no turn to apply pending '
+                'changes (%s); until it does, each process applies them on '
+                'its own, which is exact but repeats the work', error)
+
+
+def mysql_name(database):
+    """The turn's ``GET_LOCK`` name for an index database (64 at most)."""
+    digest = hashlib.sha256((database or '').encode('utf-8')).hexdigest()
+    return 'nova_ext_turn_%s' % digest[:32]
+
+
+@contextlib.contextmanager
+def _on_connection(engine, acquire, release):
+    """The turn, held on a connection of its own.
+
+    ``acquire(conn)`` says whether it was had; ``release(conn)`` ends it.
+    """
+    try:
+        conn = engine.connect()
+    except Exception as e:
+        _not_given(engine, e)
+        yield False
+        return
+    try:
+        if not acquire(conn):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            release(conn)
+    finally:
+        conn.close()
+
+
+def _mysql(engine, wait):
+    name = mysql_name(engine.url.database)
+
+    def acquire(conn):
+        try:
+            got = conn.execute(sa.text('SELECT GET_LOCK(:name, :wait)'),
+                               {'name': name, 'wait': wait}).scalar()
+            conn.commit()
+        except Exception as e:
+            _not_given(engine, e)
+            conn.invalidate()
+            return False
+        # 0: another held it for ``wait``; NULL: an error of the lock.
+        return got == 1
+
+    def release(conn):
+        try:
+            conn.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
+                         {'name': name})
+            conn.commit()
+        except Exception:
+            # The lock is the session's: closing it releases it.
+            conn.invalidate()
+    return _on_connection(engine, acquire, release)
+
+
+def _postgresql(engine, wait):
+    # The lock ends with the transaction, whatever becomes of it.
+    def acquire(conn):
+        try:
+            conn.begin()
+            conn.exec_driver_sql("SET LOCAL lock_timeout = '%dms'"
+                                 % max(1, int(wait * 1000)))
+            conn.execute(sa.text('SELECT pg_advisory_xact_lock(:key)'),
+                         {'key': PG_KEY})
+        except Exception as e:
+            if 'lock timeout' not in str(e):
+                _not_given(engine, e)
+            _end(conn)
+            return False
+        return True
+    return _on_connection(engine, acquire, _end)
+
+
+def _end(conn):
+    try:
+        conn.rollback()
+    except Exception:
+        conn.invalidate()
+
+
+@contextlib.contextmanager
+def _sqlite(engine, wait):
+    path = sqlite.path_of(str(engine.url))
+    if path is None:
+        # In memory: the database is this process's alone.
+        yield False
+        return
+    lock = lockutils.InterProcessLock(path + '-turn')
+    try:
+        got = lock.acquire(blocking=True, timeout=wait, delay=FILE_POLL,
+                           max_delay=FILE_POLL)
+    except Exception as e:
+        _not_given(engine, e)
+        yield False
+        return
+    if not got:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()

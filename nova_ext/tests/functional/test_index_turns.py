@@ -1,0 +1,64 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The turn to apply pending marks, on real MariaDB and PostgreSQL servers.
+
+Held by another process (``GET_LOCK``, an advisory lock) on the index
+engine nova-api uses; a server that stops gives no turn, and the caller
+applies the marks on its own.
+"""
+
+from oslo_config import fixture as config_fixture
+from oslotest import base as oslotest_base
+
+from nova_ext import conf as ext_conf
+from nova_ext.tests.functional import fixtures as ext_fixtures
+from nova_ext.tests.functional import sqlserver
+from nova_ext.tests.unit.index.apply import test_turn
+
+
+class _Turns(sqlserver.OnServer, test_turn.TurnTests):
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(ext_conf.CONF))
+        index = self.useFixture(ext_fixtures.IndexFixture(
+            self, connection=self.new_database()))
+        self.engine = index.engine
+        self.assertEqual(self.SERVER.DIALECT, self.engine.dialect.name)
+
+    def flags(self, group=None, **kwargs):
+        self.conf.config(group=group, **kwargs)
+
+    def test_a_stopped_server_gives_none_and_raises_nothing(self):
+        self.assertTrue(test_turn.had(self.engine, 1.0))
+        self.sql_server.halt()
+        try:
+            self.assertFalse(test_turn.had(self.engine, 1.0))
+        finally:
+            self.sql_server.resume()
+        self.assertTrue(test_turn.had(self.engine, 1.0))
+
+    def test_one_index_s_turn_leaves_another_s_free(self):
+        # MySQL's lock names are the server's, not the database's.
+        test_turn.OtherProcess(self, self.url())
+        other_index = ext_fixtures.IndexFixture(
+            self, connection=self.new_database())
+        self.useFixture(other_index)
+        self.assertTrue(test_turn.had(other_index.engine, 1.0))
+
+
+class TestTurnsOnMariaDB(_Turns, oslotest_base.BaseTestCase):
+    SERVER = sqlserver.MariaDB
+
+
+class TestTurnsOnPostgreSQL(_Turns, oslotest_base.BaseTestCase):
+    SERVER = sqlserver.PostgreSQL
