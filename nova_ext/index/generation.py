@@ -194,25 +194,19 @@ def read(engine):
 
 
 def settled(engine):
-    """``(whether a change waits, the generation then)``, at one moment.
+    """``(whether a change waits, the generation, the ticket)``, at once.
 
-    One statement reads both, so the pair names a state that holds every
-    change recorded before it whenever none waits: a change's mark leaves
-    the pending table only after the change is applied
+    One statement reads them, so the generation names a state that holds
+    every change recorded before it whenever none waits: a change's mark
+    leaves the pending table only after the change is applied
     (``nova_ext.index.marks.pending.unmark``). A list that finds none
     waiting needs no :func:`read` of its own. The generation is None if
     unknown; what the database refuses is raised.
-    """
-    waiting, now, _ticket = settled_ticket(engine)
-    return waiting, now
 
-
-def settled_ticket(engine):
-    """:func:`settled`, with the index's sequence number at that moment.
-
-    The number is a read's ticket (``nova_ext.index.marks.sequence``): an
-    instance the index holds from a read with a higher ticket was read
-    after this statement (``sequence.read_after``).
+    The ticket is the index's sequence number then, as a read's
+    (``nova_ext.index.marks.sequence``): an instance the index holds from
+    a read with a higher ticket was read after this statement
+    (``sequence.read_after``).
     """
     with engine.connect() as conn:
         waiting, now, token, ticket = conn.execute(_SETTLED).one()

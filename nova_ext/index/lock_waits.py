@@ -33,8 +33,11 @@ _OWN_KEY = 'nova_ext_lock_waits'
 
 def timed_out(error):
     """Whether ``error`` is a lock wait that ran out of time."""
-    # MySQL's 1205, which oslo.db raises as DBDeadlock.
-    return 'Lock wait timeout exceeded' in str(error)
+    # MySQL's 1205, which oslo.db raises as DBDeadlock; PostgreSQL's
+    # lock_timeout (55P03), which it raises as a plain DBError.
+    text = str(error)
+    return ('Lock wait timeout exceeded' in text or
+            'canceling statement due to lock timeout' in text)
 
 
 def _seconds(timeout):

@@ -148,7 +148,7 @@ class CatchUp(object):
         self._others_recorded()
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
-        waiting, now, ticket = generation.settled_ticket(engine)
+        waiting, now, ticket = generation.settled(engine)
         if not waiting:
             return now
         # The holds of a process that died stop counting here too, not

@@ -43,6 +43,7 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from nova_ext.index import lock_waits
 from nova_ext.index import sqlite
 
 LOG = logging.getLogger(__name__)
@@ -179,12 +180,11 @@ def _postgresql(engine, wait):
     def acquire(conn):
         try:
             conn.begin()
-            conn.exec_driver_sql("SET LOCAL lock_timeout = '%dms'"
-                                 % max(1, int(wait * 1000)))
-            conn.execute(sa.text('SELECT pg_advisory_xact_lock(:key)'),
-                         {'key': PG_KEY})
+            with lock_waits.bounded(conn, wait):
+                conn.execute(sa.text('SELECT pg_advisory_xact_lock(:key)'),
+                             {'key': PG_KEY})
         except Exception as e:
-            if 'lock timeout' not in str(e):
+            if not lock_waits.timed_out(e):
                 _not_given(engine, e)
             _end(conn)
             return False

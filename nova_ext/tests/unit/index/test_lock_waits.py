@@ -58,3 +58,8 @@ class TestTimedOut(base.TestCase):
         self.assertTrue(lock_waits.timed_out(timed_out))
         self.assertFalse(db.lost_race(timed_out))
         self.assertTrue(db.lost_race(deadlock))
+        # PostgreSQL's lock_timeout, which oslo.db leaves a DBError.
+        pg_timed_out = db_exc.DBError(Exception(
+            'canceling statement due to lock timeout'))
+        self.assertTrue(lock_waits.timed_out(pg_timed_out))
+        self.assertFalse(db.lost_race(pg_timed_out))
