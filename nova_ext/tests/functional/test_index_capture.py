@@ -63,6 +63,21 @@ class _CaptureBase(parity.IndexTestCase):
                             api, path + ('?' + query if query else ''))
         self.admin_api.microversion = self.api.microversion = 'latest'
 
+    def _built(self):
+        """A server whose build has ended: Nova writes nothing more of it.
+
+        ACTIVE shows before the compute has done with the build; a test
+        that counts what is left pending waits for the build's end, and
+        for the ends of its transactions to be recorded: they are up to
+        capture_release_delay late, and each renews the instance's mark.
+        """
+        server = self._create_server(host='compute1-1', networks='none')
+        self._wait_for_instance_action_event(
+            server, 'create', 'compute__do_build_and_run_instance',
+            'success')
+        self.assertTrue(process.get_batcher(ext_conf.CONF).flush(10))
+        return server
+
 
 class TestCaptureReadYourWrites(_CaptureBase):
 
@@ -219,21 +234,6 @@ class TestCaptureReadYourWrites(_CaptureBase):
                 '/servers/%s/os-volume_attachments' % server['id'],
                 {'volumeAttachment': {'volumeId': volume}})
         self.assertListsNow(('', 'changes-since=2000-01-01T00:00:00Z'))
-
-    def _built(self):
-        """A server whose build has ended: Nova writes nothing more of it.
-
-        ACTIVE shows before the compute has done with the build; a test
-        that counts what is left pending waits for the build's end, and
-        for the ends of its transactions to be recorded: they are up to
-        capture_release_delay late, and each renews the instance's mark.
-        """
-        server = self._create_server(host='compute1-1', networks='none')
-        self._wait_for_instance_action_event(
-            server, 'create', 'compute__do_build_and_run_instance',
-            'success')
-        self.assertTrue(process.get_batcher(ext_conf.CONF).flush(10))
-        return server
 
     def test_lists_catch_up_on_what_is_recorded(self):
         server = self._built()

@@ -36,12 +36,7 @@ class TestCatchUpReadsOnce(capture._CaptureBase):
 
     def setUp(self):
         super().setUp()
-        server = self._create_server(host='compute1-1', networks='none')
-        self._wait_for_instance_action_event(
-            server, 'create', 'compute__do_build_and_run_instance',
-            'success')
-        self.server = server['id']
-        self.assertTrue(process.get_batcher(ext_conf.CONF).flush(10))
+        self.server = self._built()['id']
         self.assertSameAnswer(self.api, 'servers/detail', served=True)
         self.assertEqual({}, self.marks())
         # Releases wait until a test flushes them: the marks stay held.
