@@ -76,7 +76,7 @@ BOOKKEEPING = frozenset([
     'nova_ext_index_sync', 'nova_ext_index_metrics',
     'nova_ext_index_reconcile', 'nova_ext_index_generation',
     'nova_ext_index_changes', 'nova_ext_index_sequence',
-    'alembic_version'])
+    'nova_ext_index_told', 'alembic_version'])
 #: Statements that write nothing (SELECT ... FOR UPDATE reads).
 _READS = frozenset(['SELECT', 'PRAGMA', 'SET', 'BEGIN', 'COMMIT', 'ROLLBACK',
                     'SAVEPOINT', 'RELEASE', 'SHOW', 'EXPLAIN', 'START',

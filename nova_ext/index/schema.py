@@ -20,6 +20,7 @@ in Nova's own schema, which Nova's list code reads), the index keeps:
   and not applied yet (marks), the holds Nova's open transactions keep on
   them, and the processes that hold them;
 * :data:`SEQUENCE`: the numbers that order marks and reads;
+* :data:`TOLD`: the notifications whose marks their own process recorded;
 * :data:`GENERATION`: one row that every change to the listed rows moves;
 * :data:`SERVICE_CHANGES`: a generation per host whose services changed;
 * :data:`SYNC_CURSORS`: how far ``index sync`` went in each cell;
@@ -106,6 +107,12 @@ CHANGES = sa.table(
     'nova_ext_index_changes',
     sa.column('generation', sa.BigInteger), sa.column('token', sa.String),
     sa.column('uuid', sa.String))
+
+#: The ids of notifications whose marks the in-process consumer recorded,
+#: with the number they took (``nova_ext.index.marks.told``).
+TOLD = sa.table(
+    'nova_ext_index_told',
+    sa.column('message_id', sa.String), sa.column('seq', sa.BigInteger))
 
 #: One row per number taken; all but the highest are pruned
 #: (``sequence.prune``)

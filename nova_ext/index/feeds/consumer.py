@@ -73,7 +73,9 @@ class IndexConsumer(base.Consumer):
         if change is None:
             return
         batcher = process.get_batcher(self.conf)
-        ticket = batcher.add(*change)
+        # Recorded with the mark: nova-ext-indexer, handed the same
+        # notification by the message bus, does not mark it again.
+        ticket = batcher.add(*change, told=notification.message_id)
         # With notifications queued behind this one, go on: they join the
         # batch. With none, commit now (what came meanwhile joins) and wait
         # for it: an idle process has recorded every change it was told of

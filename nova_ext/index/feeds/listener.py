@@ -60,7 +60,10 @@ class Endpoint(object):
     def __init__(self, conf, wake=None):
         self.conf = conf
         self.wake = wake
+        #: Instance changes marked.
         self.marked = 0
+        #: And not marked: their own process had (``told``).
+        self.told = 0
         #: Service notifications recorded.
         self.services = 0
         self.requeued = 0
@@ -70,10 +73,14 @@ class Endpoint(object):
         self._pause = backoff.pauses(BACKOFF, MAX_BACKOFF)
 
     def _handle(self, messages):
-        changes = [change for change in (
-            events.change(m['event_type'], m['payload'],
-                          (m['metadata'] or {}).get('timestamp'))
-            for m in messages) if change is not None]
+        # ((uuid, when), the notification's id) of the instance changes.
+        changes = []
+        for m in messages:
+            metadata = m['metadata'] or {}
+            change = events.change(m['event_type'], m['payload'],
+                                   metadata.get('timestamp'))
+            if change is not None:
+                changes.append((change, metadata.get('message_id')))
         hosts = [host for host in (
             service_changes.host(m['event_type'], m['payload'])
             for m in messages) if host is not None]
@@ -83,8 +90,15 @@ class Endpoint(object):
             # Both are idempotent where it matters: a batch requeued after
             # the first commits is marked again, and a host moved on twice
             # only makes nova-api read its services once more.
-            pending.mark(db.get_engine(self.conf), changes)
-            service_changes.bump(db.get_engine(self.conf), hosts)
+            engine = db.get_engine(self.conf)
+            marked = set()
+            if changes:
+                # Not those the process that sent them marked already,
+                # after it sent them (told): a read that saw that mark saw
+                # the change.
+                marked = pending.mark_untold(engine, [
+                    change + (i,) for change, i in changes])
+            service_changes.bump(engine, hosts)
         except Exception as e:
             with self._lock:
                 self.requeued += len(messages)
@@ -100,7 +114,9 @@ class Endpoint(object):
             if self._failures:
                 LOG.info('nova-ext-indexer records changes again')
             self._failures = 0
-            self.marked += len(changes)
+            told_count = sum(1 for _change, i in changes if i in marked)
+            self.marked += len(changes) - told_count
+            self.told += told_count
             self.services += len(hosts)
         if self.wake is not None and changes:
             self.wake()

@@ -25,11 +25,16 @@ from nova_ext.index import backoff
 from nova_ext.index import db
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
+from nova_ext.index.marks import told as told_mod
 
 LOG = logging.getLogger(__name__)
 
 #: Seconds between two attempts to record changes, doubling up to the max.
 BACKOFF, MAX_BACKOFF = 0.05, 5.0
+
+#: Seconds between two prunes of the notification ids no indexer took
+#: (``told.prune``), by this process's clock.
+PRUNE_INTERVAL = 60.0
 
 
 class Batcher(object):
@@ -73,6 +78,9 @@ class Batcher(object):
         # transaction takes back a release of an instance it writes
         # (take_back_releases()) without a pass over all of them.
         self._holds, self._releases = set(), {}
+        # The ids of the notifications the buffered changes were made from
+        # (told.record).
+        self._told = set()
         # The changes of the transaction under way.
         self._inflight = {}
         # The uuids of the buffered and of the in-flight changes that no
@@ -82,17 +90,24 @@ class Batcher(object):
         # them are committed.
         self._added = self._committed = 0
         self._urgent = self._failing = self._stop = self._retry = False
+        self._pruned = time.monotonic()
         # A wait timed out: later ones return at once until a commit.
         self._stalled = False
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name='nova-ext-index-batcher')
         self._thread.start()
 
-    def add(self, uuid, when):
-        """Buffer a change; returns a ticket for :meth:`wait`."""
-        return self.add_all([uuid], when)
+    def add(self, uuid, when, told=None):
+        """Buffer a change; returns a ticket for :meth:`wait`.
 
-    def add_all(self, uuids, when, holds=(), releases=(), covered=False):
+        :param told: the id of the notification that reported it, recorded
+            with its mark (``told``).
+        """
+        return self.add_all([uuid], when,
+                            told=() if told is None else (told,))
+
+    def add_all(self, uuids, when, holds=(), releases=(), covered=False,
+                told=()):
         """Buffer changes of ``uuids`` at ``when``; a ticket for all.
 
         :param holds: ``(uuid, holder, token)`` of holds the marks take,
@@ -100,8 +115,10 @@ class Batcher(object):
         :param covered: whether the index already holds a mark of each of
             them, which lists re-read until it is released: then these
             changes do not count in :meth:`held`.
+        :param told: ids of the notifications that reported them.
         """
         with self._cond:
+            self._told.update(told)
             pending.coalesce([(uuid, when) for uuid in uuids],
                              into=self._buffer)
             if not covered:
@@ -253,7 +270,7 @@ class Batcher(object):
     def _take(self):
         """Wait for a batch, or None: stop.
 
-        A batch is ``(changes, holds, releases, ticket, oldest)``.
+        A batch is ``(changes, holds, releases, told, ticket, oldest)``.
         """
         with self._cond:
             self._cond.wait_for(lambda: self._buffer or self._stop)
@@ -269,12 +286,13 @@ class Batcher(object):
                 self._cond.wait(left)
             releases = {key for keys in self._releases.values()
                         for key in keys}
-            batch = (self._buffer, self._holds, releases, self._added,
-                     self._oldest)
+            batch = (self._buffer, self._holds, releases, self._told,
+                     self._added, self._oldest)
             self._inflight = self._buffer
             self._inflight_uncovered = self._uncovered
             self._buffer, self._uncovered = {}, set()
             self._holds, self._releases = set(), {}
+            self._told = set()
             self._oldest = self._oldest_news = None
             self._urgent = False
             return batch
@@ -293,13 +311,13 @@ class Batcher(object):
             batch = self._take()
             if batch is None:
                 return
-            changes, holds, releases, ticket, oldest = batch
+            changes, holds, releases, told, ticket, oldest = batch
             try:
-                self._record(changes, holds, releases)
+                number = self._record(changes, holds, releases, told)
             except Exception as e:
                 failures += 1
-                if not self._failed(changes, holds, releases, oldest, e,
-                                    pause(failures)):
+                if not self._failed(changes, holds, releases, told, oldest,
+                                    e, pause(failures)):
                     return
                 continue
             failures = 0
@@ -313,8 +331,24 @@ class Batcher(object):
                 self._cond.notify_all()
             if self.wake is not None:
                 self.wake()
+            if told:
+                self._prune(number)
 
-    def _record(self, changes, holds, releases):
+    def _prune(self, number):
+        """Drop old notification ids, every :data:`PRUNE_INTERVAL` s."""
+        now = time.monotonic()
+        if now - self._pruned < PRUNE_INTERVAL:
+            return
+        self._pruned = now
+        try:
+            db.write(db.get_engine(self.conf),
+                     lambda conn: told_mod.prune(conn, number))
+        except Exception as e:
+            # Only the table's size is at stake; tried again later.
+            LOG.warning('nova_ext index could not prune the notifications '
+                        'it recorded: %s', e)
+
+    def _record(self, changes, holds, releases, told):
         engine = db.get_engine(self.conf)
         # A short wait for another writer's lock: the batch is retried
         # anyway, and under eventlet the wait is the whole process's.
@@ -323,9 +357,11 @@ class Batcher(object):
         name = lease.name
         if any(holder == name for _uuid, holder, _token in holds):
             lease.ensure(engine, timeout)
-        pending.mark(engine, changes, holds, releases, timeout=timeout)
+        return pending.mark(engine, changes, holds, releases,
+                            timeout=timeout, told=told)
 
-    def _failed(self, changes, holds, releases, oldest, error, pause):
+    def _failed(self, changes, holds, releases, told, oldest, error,
+                pause):
         """Put ``changes`` back and pause; False if stopping instead."""
         with self._cond:
             self.failures += 1
@@ -334,6 +370,7 @@ class Batcher(object):
             self._inflight_uncovered = set()
             _merge(self._buffer, changes)
             self._holds |= holds
+            self._told |= told
             for key in releases:
                 self._releases.setdefault(key[0], set()).add(key)
             self._oldest = min(oldest, self._oldest or oldest)

@@ -37,6 +37,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from nova_ext.index import db
 from nova_ext.index.marks import sequence
+from nova_ext.index.marks import told as told_mod
 from nova_ext.index import schema
 from nova_ext.index import sqlite
 
@@ -54,7 +55,7 @@ def coalesce(events, into=None):
 
 
 def mark(engine, events, holds=(), releases=(), timeout=None,
-         cooperative=True):
+         cooperative=True, told=()):
     """Mark instances as changed, in one transaction.
 
     :param events: iterable of ``(uuid, event_time)``, event_time in epoch
@@ -66,6 +67,8 @@ def mark(engine, events, holds=(), releases=(), timeout=None,
         has committed (or rolled back); see :func:`unmark`.
     :param timeout, cooperative: how to wait for a lock
         (``db.begin_write``).
+    :param told: ids of the notifications the marks were made from, to
+        record with them (``nova_ext.index.marks.told``).
     :returns: the number the marks took (``nova_ext.index.marks.sequence``), or
         None when there was nothing to mark.
     """
@@ -77,10 +80,12 @@ def mark(engine, events, holds=(), releases=(), timeout=None,
     rows = [{'uuid': uuid, 'first_event_at': first, 'last_event_at': last,
              'attempts': 0} for uuid, (first, last) in sorted(latest.items())]
     holds, releases = _keys(holds), _keys(releases)
+    told = told_mod.usable(told)
     if engine.dialect.name == 'sqlite' and max(
-            len(rows), len(holds), len(releases)) <= AUTOCOMMIT_ROWS:
+            len(rows), len(holds), len(releases),
+            len(told)) <= AUTOCOMMIT_ROWS:
         return _mark_sqlite(engine, rows, holds, releases, timeout,
-                            cooperative)
+                            cooperative, told)
 
     def attempt(conn):
         number = sequence.next_number(conn)
@@ -89,12 +94,39 @@ def mark(engine, events, holds=(), releases=(), timeout=None,
         _mark(conn, [dict(row, seq=number) for row in rows])
         if releases:
             _release(conn, releases)
+        told_mod.record(conn, told, number)
         return number
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
     # and its insert: db.write runs it again, with a new number.
     return db.write(engine, attempt, timeout=timeout,
                     cooperative=cooperative)
+
+
+def mark_untold(engine, changes):
+    """Mark the changes of notifications their own process had not marked.
+
+    For ``nova-ext-indexer``, in one transaction: the ids found recorded
+    (``told``) are read in it, right before the marks, and forgotten with
+    them, so that an in-process mark committed while the indexer's batch
+    waited is found.
+
+    :param changes: ``(uuid, event_time, message_id)`` of notifications.
+    :returns: the ids found, whose changes were not marked again.
+    """
+    def attempt(conn):
+        found = told_mod.found(conn, [i for _u, _w, i in changes])
+        # An instance is marked if any of its notifications was not told.
+        latest = coalesce((u, w) for u, w, i in changes if i not in found)
+        if latest:
+            number = sequence.next_number(conn)
+            _mark(conn, [{'uuid': uuid, 'first_event_at': first,
+                          'last_event_at': last, 'attempts': 0,
+                          'seq': number}
+                         for uuid, (first, last) in sorted(latest.items())])
+        told_mod.forget(conn, found)
+        return found
+    return db.write(engine, attempt)
 
 
 def _keys(holds):
@@ -108,7 +140,8 @@ def _keys(holds):
 AUTOCOMMIT_ROWS = 120
 
 
-def _mark_sqlite(engine, rows, holds, releases, timeout, cooperative):
+def _mark_sqlite(engine, rows, holds, releases, timeout, cooperative,
+                 told=()):
     """``rows`` in statements that SQLite commits as it runs each.
 
     A hold, which Nova's write waits for, does not hold the write lock
@@ -121,7 +154,9 @@ def _mark_sqlite(engine, rows, holds, releases, timeout, cooperative):
     changes committed, it orders them before any read that sees it, even
     if the marks fail and are recorded later with another. Holds are
     recorded before the marks that number them, releases after: a reader
-    of the mark between the two finds it held either way.
+    of the mark between the two finds it held either way. The ids of the
+    notifications they were made from come last: an id is found only once
+    its marks are recorded.
     """
     wait = (sqlite.BUSY_TIMEOUT_MS / 1000.0 if timeout is None
             else timeout)
@@ -136,6 +171,10 @@ def _mark_sqlite(engine, rows, holds, releases, timeout, cooperative):
             sqlite.autocommit(conn, _release_sqlite(len(releases)), [
                 value for key in releases
                 for value in (key['uuid'], key['holder'], key['token'])],
+                wait, cooperative)
+        if told:
+            sqlite.autocommit(conn, told_mod.sqlite_record(len(told)), [
+                value for i in told for value in (i, number)],
                 wait, cooperative)
     return number
 

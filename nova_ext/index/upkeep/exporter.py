@@ -140,6 +140,10 @@ def indexer_families(indexer):
         'nova_ext_indexer_changes_recorded', 'Instance changes this '
         'indexer recorded in the index from notifications.',
         value=indexer.endpoint.marked)
+    told = core.CounterMetricFamily(
+        'nova_ext_indexer_changes_told', 'Instance changes this indexer '
+        'did not record: the process that sent their notifications had.',
+        value=indexer.endpoint.told)
     services = core.CounterMetricFamily(
         'nova_ext_indexer_service_changes_recorded', 'Service changes this '
         'indexer recorded.', value=indexer.endpoint.services)
@@ -151,7 +155,7 @@ def indexer_families(indexer):
         'nova_ext_indexer_record_failures_in_a_row', 'Batches in a row '
         'this indexer could not record (0: recording).',
         value=indexer.endpoint.failures)
-    found = [recorded, services, requeued, failing]
+    found = [recorded, told, services, requeued, failing]
     if indexer.worker is not None:
         found.append(core.CounterMetricFamily(
             'nova_ext_indexer_changes_applied', 'Changes this indexer\'s '

@@ -320,15 +320,17 @@ class MarkWrites(fixtures.Fixture):
         mark = index_pending.mark
 
         def counted(engine, events, holds=(), releases=(), timeout=None,
-                    cooperative=True):
+                    cooperative=True, told=()):
             key = (self.phase(), not cooperative)
             try:
-                mark(engine, events, holds, releases, timeout=timeout,
-                     cooperative=cooperative)
+                number = mark(engine, events, holds, releases,
+                              timeout=timeout, cooperative=cooperative,
+                              told=told)
             except Exception:
                 self.counts[key + (True,)] += 1
                 raise
             self.counts[key + (False,)] += 1
+            return number
         self.useFixture(fixtures.MonkeyPatch(
             index_pending.__name__ + '.mark', counted))
 

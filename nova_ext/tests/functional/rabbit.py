@@ -152,11 +152,13 @@ class SharedBroker(object):
         self.addCleanup(self.broker.delete_vhost, self.vhost)
 
 
-def notifier(test, url, exchange, publisher_id, topic):
+def notifier(test, url, exchange, publisher_id, topic, driver='messagingv2'):
     """A messagingv2 notifier on ``url``, publishing as a service does.
 
     To ``exchange`` (the service's ``control_exchange``) on ``topic``. Its
     transport is cleaned up with ``test``.
+
+    :param driver: its drivers, as ``[oslo_messaging_notifications]driver``.
     """
     conf = cfg.ConfigOpts()
     conf([])
@@ -164,8 +166,10 @@ def notifier(test, url, exchange, publisher_id, topic):
     # before the one that sends is made.
     oslo_messaging.get_notification_transport(conf, url=url).cleanup()
     conf.set_override('control_exchange', exchange)
+    conf.set_override('driver', [driver] if isinstance(driver, str)
+                      else driver, group='oslo_messaging_notifications')
     transport = oslo_messaging.get_notification_transport(conf, url=url)
     test.addCleanup(transport.cleanup)
     return oslo_messaging.Notifier(
-        transport, publisher_id=publisher_id, driver='messagingv2',
+        transport, publisher_id=publisher_id,
         topics=[topic])

@@ -76,6 +76,7 @@ from nova_ext.index.feeds import service_changes
 from nova_ext.index import generation
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import sequence
+from nova_ext.index.marks import told
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.seams import api as api_entry_point
@@ -212,6 +213,31 @@ class _Schema(_OnServer):
         with engine.connect() as conn:
             self.assertEqual(['b'], [r[0] for r in conn.execute(
                 sa.select(c.uuid))])
+
+    def test_notifications_recorded_with_their_marks(self):
+        # One id and several, each batch recorded twice (a retry after a
+        # commit whose answer was lost): one row each, with the number of
+        # the first; found, forgotten, and pruned by number.
+        engine = self.index.engine
+        first = [pending.mark(engine, {'a': (1.0, 1.0)}, told=['m1'])
+                 for _ in range(2)][0]
+        second = [pending.mark(engine, {'a': (2.0, 2.0), 'b': (2.0, 2.0)},
+                               told=['m2', 'm3', 'm1'])
+                  for _ in range(2)][0]
+        c = schema.TOLD.c
+        with engine.connect() as conn:
+            got = dict(conn.execute(sa.select(c.message_id, c.seq)).all())
+            found = told.found(conn, ['m1', 'm2', 'm4'])
+        self.assertEqual({'m1': first, 'm2': second, 'm3': second}, got)
+        self.assertEqual({'m1', 'm2'}, found)
+        db.write(engine, lambda conn: told.forget(conn, found))
+        self.useFixture(fixtures.MockPatchObject(told, 'KEEP', 0))
+        self.assertEqual(0, db.write(
+            engine, lambda conn: told.prune(conn, second)))
+        self.assertEqual(1, db.write(
+            engine, lambda conn: told.prune(conn, second + 1)))
+        with engine.connect() as conn:
+            self.assertEqual([], conn.execute(sa.select(c.message_id)).all())
 
     def test_marks_racing_for_one_instance(self):
         # Another process (an engine of its own) marks the instance just

@@ -149,9 +149,9 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
         with self.index.engine.begin() as conn:
             conn.execute(sa.text('UPDATE alembic_version SET version_num = '
                                  ':r'), {'r': revisions[-2]})
-            # What the head revision adds: the holders' vouches (0013).
-            conn.execute(sa.text('ALTER TABLE nova_ext_index_holders '
-                                 'DROP COLUMN vouches'))
+            # What the head revision adds: the notifications recorded with
+            # their marks (0014).
+            conn.execute(sa.text('DROP TABLE nova_ext_index_told'))
         self.selector.driver._schema_checked = False
         now = [time.monotonic()]
         self.selector.clock = lambda: now[0]

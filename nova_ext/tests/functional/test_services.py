@@ -34,11 +34,16 @@ import urllib.request
 import uuid
 
 import fixtures
+from oslo_config import fixture as config_fixture
 from oslotest import base
 from prometheus_client import parser
 import sqlalchemy as sa
 
 from nova_ext.cmd import common
+from nova_ext import conf as ext_conf
+from nova_ext.index.marks import process
+from nova_ext.index import schema
+from nova_ext.notifications import dispatcher
 from nova_ext.tests.functional import rabbit
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.functional import test_cli
@@ -90,6 +95,9 @@ def _gone(pid, timeout):
             return True
         time.sleep(0.1)
     return False
+
+
+PENDING, TOLD = schema.PENDING, schema.TOLD
 
 
 class _ServiceTest(base.BaseTestCase):
@@ -269,6 +277,58 @@ class TestIndexerService(rabbit.SharedBroker, _ServiceTest):
         notifier.info({}, 'instance.update', test_indexer._payload(changed))
         self._wait_marked(changed)
         self.stop(worker)
+
+    def test_a_notification_its_process_marked_is_not_marked_again(self):
+        # This test's process is the Nova process that sends it, with
+        # nova_ext's driver and its in-process index consumer; the real
+        # indexer gets the same notification from the bus, and finds its
+        # id recorded with the consumer's mark.
+        self.start('--no-worker')
+        self.assertNotified()
+        worker = self.running()
+        conf = self.useFixture(config_fixture.Config(ext_conf.CONF))
+        conf.config(consumers=['index'], group='nova_ext_notifications')
+        conf.config(connection=self.index_url, group='nova_ext_index')
+        conf.config(connection=None, group='api_database')
+        dispatcher.reset()
+        self.addCleanup(dispatcher.reset)
+        self.addCleanup(process.reset)
+        notifier = rabbit.notifier(
+            self, self.url, 'nova', 'nova-api:test',
+            'versioned_notifications', driver=['messagingv2', 'nova_ext'])
+        changed = str(uuid.uuid4())
+        # The indexer stopped until the consumer has recorded its mark:
+        # otherwise the first to record marks it.
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            notifier.info({}, 'instance.update',
+                          test_indexer._payload(changed))
+            self.assertTrue(dispatcher.get_dispatcher(ext_conf.CONF).drain(
+                30))
+            with self.engine.connect() as conn:
+                first = conn.execute(sa.select(
+                    PENDING.c.seq, TOLD.c.message_id).select_from(
+                    PENDING.join(TOLD, TOLD.c.seq == PENDING.c.seq)).where(
+                    PENDING.c.uuid == changed)).all()
+            self.assertEqual(1, len(first), first)
+        finally:
+            os.kill(worker, signal.SIGCONT)
+        deadline = time.monotonic() + 60
+        while self.scrape().get(('nova_ext_indexer_changes_told_total',
+                                 ())) != 1:
+            if time.monotonic() > deadline:
+                self.fail('never found told:\n%s' % self._output())
+            time.sleep(0.2)
+        got = self.scrape()
+        self.assertEqual(0, got[('nova_ext_indexer_changes_recorded_total',
+                                 ())])
+        with self.engine.connect() as conn:
+            # The consumer's mark, unrenewed; the id handed over.
+            self.assertEqual([first[0][0]], conn.execute(sa.select(
+                PENDING.c.seq).where(PENDING.c.uuid == changed)).scalars(
+                ).all())
+            self.assertEqual([], conn.execute(sa.select(
+                TOLD.c.message_id)).all())
 
     def test_metrics_and_health_endpoint(self):
         self.start('--no-worker')

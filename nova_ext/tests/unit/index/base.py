@@ -111,9 +111,11 @@ class BatcherTestCase(IndexDBTestCase):
         self.batches = []
         real = self.real_mark = pending.mark
 
-        def recording(engine, changes, holds=(), releases=(), timeout=None):
+        def recording(engine, changes, holds=(), releases=(), timeout=None,
+                      told=()):
             self.batches.append(dict(changes))
-            return real(engine, changes, holds, releases, timeout=timeout)
+            return real(engine, changes, holds, releases, timeout=timeout,
+                        told=told)
         self.useFixture(fixtures.MockPatchObject(pending, 'mark',
                                                  side_effect=recording))
         self.useFixture(fixtures.MockPatchObject(batcher, 'BACKOFF', 0.01))
@@ -122,11 +124,13 @@ class BatcherTestCase(IndexDBTestCase):
         """Have the first ``times`` batches fail; the batches asked, kept."""
         real, calls = self.real_mark, []
 
-        def failing(engine, changes, holds=(), releases=(), timeout=None):
+        def failing(engine, changes, holds=(), releases=(), timeout=None,
+                    told=()):
             calls.append(dict(changes))
             if len(calls) <= times:
                 raise db_exc.DBError('index away')
-            return real(engine, changes, holds, releases, timeout=timeout)
+            return real(engine, changes, holds, releases, timeout=timeout,
+                        told=told)
         pending.mark.side_effect = failing
         return calls
 
@@ -142,12 +146,20 @@ class BatcherTestCase(IndexDBTestCase):
                     for r in conn.execute(sa.select(schema.PENDING))}
 
 
-def message(uuid, event_type='instance.update'):
+def message(uuid, event_type='instance.update', message_id=None):
     """A notification as nova-ext-indexer's listener gets it."""
     return {'ctxt': {}, 'publisher_id': 'nova-compute:h1',
             'event_type': event_type,
             'payload': {'nova_object.data': {'uuid': uuid}},
-            'metadata': {'timestamp': '2026-11-22 10:00:00.000000'}}
+            'metadata': {'timestamp': '2026-11-22 10:00:00.000000',
+                         'message_id': message_id}}
+
+
+def told(engine):
+    """``{message_id: seq}`` of the notifications recorded as marked."""
+    with engine.connect() as conn:
+        return {r.message_id: r.seq for r in conn.execute(
+            sa.select(schema.TOLD))}
 
 
 class Cell(object):

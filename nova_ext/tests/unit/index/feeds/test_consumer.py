@@ -54,6 +54,10 @@ class TestIndexConsumer(index_base.BatcherTestCase):
         self.assertEqual(['a'], list(self.marked()))
         self.worker.wake.assert_called_once_with()
 
+    def test_records_the_notification_with_its_mark(self):
+        consumer.IndexConsumer(self.conf.conf).consume(_notification('a'))
+        self.assertEqual(['m-a'], list(index_base.told(self.engine)))
+
     def test_no_worker_without_the_api_database(self):
         # A cell conductor or a compute cannot locate the instances it
         # marks: it records them and leaves them to the indexer.

@@ -17,6 +17,7 @@ from oslo_db import exception as db_exc
 
 from nova_ext.index.marks import batcher as batcher_mod
 from nova_ext.index.marks import pending
+from nova_ext.index.marks import told
 from nova_ext.tests.unit.index import base as index_base
 
 
@@ -72,6 +73,36 @@ class TestBatcher(index_base.BatcherTestCase):
         self.assertEqual(2, batcher.failures)
         self.assertEqual({'a': (1.0, 1.0)}, calls[0])
         self.assertTrue(batcher.wait(ticket, 0))
+
+    def test_notification_ids_are_recorded_with_their_batch(self):
+        # Kept through a failed batch, recorded with the one that commits.
+        self.fail_first(1)
+        batcher = self.batcher(delay=0.001)
+        batcher.add('a', 1.0, told='m1')
+        deadline = time.monotonic() + 10
+        while not batcher.failures and time.monotonic() < deadline:
+            time.sleep(0.001)
+        batcher.add('b', 2.0, told='m2')
+        batcher.add_all(['c'], 3.0)
+        self.assertTrue(batcher.flush(10))
+        self.assertEqual({'a', 'b', 'c'}, set(self.marked()))
+        got = index_base.told(self.engine)
+        self.assertEqual(['m1', 'm2'], sorted(got))
+        number = pending.mark(self.engine, [('d', 4.0)])
+        self.assertEqual({number - 1}, set(got.values()))
+
+    def test_old_notification_ids_are_pruned_every_interval(self):
+        self.useFixture(fixtures.MockPatchObject(told, 'KEEP', 1))
+        batcher = self.batcher(delay=0.001)
+        self.assertTrue(batcher.wait(batcher.add('a', 1.0, told='m1'), 10))
+        self.assertTrue(batcher.wait(batcher.add('a', 2.0, told='m2'), 10))
+        # Not an interval yet since the batcher started.
+        self.assertEqual(['m1', 'm2'],
+                         sorted(index_base.told(self.engine)))
+        batcher._pruned -= batcher_mod.PRUNE_INTERVAL
+        self.assertTrue(batcher.wait(batcher.add('a', 3.0, told='m3'), 10))
+        self.assertEqual(['m2', 'm3'],
+                         sorted(index_base.told(self.engine)))
 
     def test_stop_records_what_is_buffered(self):
         batcher = self.batcher(delay=60)
@@ -143,7 +174,8 @@ class TestBatcher(index_base.BatcherTestCase):
         running = self.batcher(delay=0.001)
         tries = []
 
-        def refused(engine, changes, holds=(), releases=(), timeout=None):
+        def refused(engine, changes, holds=(), releases=(), timeout=None,
+                    told=()):
             tries.append(changes)
             # Bounded, so that without the pause the test ends, and fails.
             if len(tries) < 50:
