@@ -73,14 +73,14 @@ class Endpoint(object):
         self._pause = backoff.pauses(BACKOFF, MAX_BACKOFF)
 
     def _handle(self, messages):
-        # ((uuid, when), the notification's id) of the instance changes.
+        # (uuid, when, the notification's id) of the instance changes.
         changes = []
         for m in messages:
             metadata = m['metadata'] or {}
             change = events.change(m['event_type'], m['payload'],
                                    metadata.get('timestamp'))
             if change is not None:
-                changes.append((change, metadata.get('message_id')))
+                changes.append(change + (metadata.get('message_id'),))
         hosts = [host for host in (
             service_changes.host(m['event_type'], m['payload'])
             for m in messages) if host is not None]
@@ -96,8 +96,7 @@ class Endpoint(object):
                 # Not those the process that sent them marked already,
                 # after it sent them (told): a read that saw that mark saw
                 # the change.
-                marked = pending.mark_untold(engine, [
-                    change + (i,) for change, i in changes])
+                marked = pending.mark_untold(engine, changes)
             service_changes.bump(engine, hosts)
         except Exception as e:
             with self._lock:
@@ -114,7 +113,7 @@ class Endpoint(object):
             if self._failures:
                 LOG.info('nova-ext-indexer records changes again')
             self._failures = 0
-            told_count = sum(1 for _change, i in changes if i in marked)
+            told_count = sum(1 for _u, _w, i in changes if i in marked)
             self.marked += len(changes) - told_count
             self.told += told_count
             self.services += len(hosts)

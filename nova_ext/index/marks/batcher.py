@@ -79,7 +79,7 @@ class Batcher(object):
         # (take_back_releases()) without a pass over all of them.
         self._holds, self._releases = set(), {}
         # The ids of the notifications the buffered changes were made from
-        # (told.record).
+        # (pending.mark's told).
         self._told = set()
         # The changes of the transaction under way.
         self._inflight = {}

@@ -75,26 +75,21 @@ def mark(engine, events, holds=(), releases=(), timeout=None,
     latest = events if isinstance(events, dict) else coalesce(events)
     if not latest:
         return None
-    # In uuid order: concurrent marks lock rows in the same order, so that
-    # they wait for each other rather than deadlock.
-    rows = [{'uuid': uuid, 'first_event_at': first, 'last_event_at': last,
-             'attempts': 0} for uuid, (first, last) in sorted(latest.items())]
     holds, releases = _keys(holds), _keys(releases)
     told = told_mod.usable(told)
     if engine.dialect.name == 'sqlite' and max(
-            len(rows), len(holds), len(releases),
+            len(latest), len(holds), len(releases),
             len(told)) <= AUTOCOMMIT_ROWS:
-        return _mark_sqlite(engine, rows, holds, releases, timeout,
+        return _mark_sqlite(engine, latest, holds, releases, timeout,
                             cooperative, told)
 
     def attempt(conn):
         number = sequence.next_number(conn)
-        if holds:
-            _hold(conn, holds)
-        _mark(conn, [dict(row, seq=number) for row in rows])
+        _insert_new(conn, 'holds', holds)
+        _mark(conn, _rows(latest, number))
         if releases:
             _release(conn, releases)
-        told_mod.record(conn, told, number)
+        _insert_new(conn, 'told', _told_rows(told, number))
         return number
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
@@ -119,14 +114,26 @@ def mark_untold(engine, changes):
         # An instance is marked if any of its notifications was not told.
         latest = coalesce((u, w) for u, w, i in changes if i not in found)
         if latest:
-            number = sequence.next_number(conn)
-            _mark(conn, [{'uuid': uuid, 'first_event_at': first,
-                          'last_event_at': last, 'attempts': 0,
-                          'seq': number}
-                         for uuid, (first, last) in sorted(latest.items())])
+            _mark(conn, _rows(latest, sequence.next_number(conn)))
         told_mod.forget(conn, found)
         return found
     return db.write(engine, attempt)
+
+
+def _rows(latest, number):
+    """The marks of :func:`coalesce`'s ``latest``, numbered ``number``.
+
+    In uuid order: concurrent marks lock rows in the same order, so that
+    they wait for each other rather than deadlock.
+    """
+    return [{'uuid': uuid, 'first_event_at': first, 'last_event_at': last,
+             'attempts': 0, 'seq': number}
+            for uuid, (first, last) in sorted(latest.items())]
+
+
+def _told_rows(told, number):
+    """The rows that record notification ids ``told`` (``told``)."""
+    return [{'message_id': i, 'seq': number} for i in told]
 
 
 def _keys(holds):
@@ -140,9 +147,9 @@ def _keys(holds):
 AUTOCOMMIT_ROWS = 120
 
 
-def _mark_sqlite(engine, rows, holds, releases, timeout, cooperative,
+def _mark_sqlite(engine, latest, holds, releases, timeout, cooperative,
                  told=()):
-    """``rows`` in statements that SQLite commits as it runs each.
+    """``latest``'s marks in statements that SQLite commits as it runs each.
 
     A hold, which Nova's write waits for, does not hold the write lock
     across BEGIN, the statements and COMMIT, each a wait for the
@@ -165,17 +172,16 @@ def _mark_sqlite(engine, rows, holds, releases, timeout, cooperative,
                                    cooperative).lastrowid
         if holds:
             _sqlite_rows(conn, 'holds', holds, wait, cooperative)
-        _sqlite_rows(conn, 'pending', [dict(row, seq=number) for row in rows],
-                     wait, cooperative)
+        _sqlite_rows(conn, 'pending', _rows(latest, number), wait,
+                     cooperative)
         if releases:
             sqlite.autocommit(conn, _release_sqlite(len(releases)), [
                 value for key in releases
                 for value in (key['uuid'], key['holder'], key['token'])],
                 wait, cooperative)
         if told:
-            sqlite.autocommit(conn, told_mod.sqlite_record(len(told)), [
-                value for i in told for value in (i, number)],
-                wait, cooperative)
+            _sqlite_rows(conn, 'told', _told_rows(told, number), wait,
+                         cooperative)
     return number
 
 
@@ -195,16 +201,18 @@ def _release_sqlite(count):
             'IN (VALUES %s)' % ', '.join(['(?, ?, ?)'] * count))
 
 
-def _hold(conn, holds):
-    if _upsert(conn.dialect.name, 'holds') is not None:
-        _execute_upsert(conn, 'holds', holds)
+def _insert_new(conn, table, rows):
+    """``rows`` into ``table`` (``holds``, ``told``) but those present."""
+    if not rows:
         return
-    for key in holds:
-        c = schema.HOLDS.c
-        if not conn.execute(sa.select(c.token).where(
-                c.uuid == key['uuid'], c.holder == key['holder'],
-                c.token == key['token'])).first():
-            conn.execute(sa.insert(schema.HOLDS).values(**key))
+    if _upsert(conn.dialect.name, table) is not None:
+        _execute_upsert(conn, table, rows)
+        return
+    target, keys = _TABLES[table]
+    for row in rows:
+        if not conn.execute(sa.select(*keys).where(
+                *[key == row[key.name] for key in keys])).first():
+            conn.execute(sa.insert(target).values(**row))
 
 
 def _release(conn, releases):
@@ -224,23 +232,31 @@ def _values_group(sql):
     return sql[:start], sql[start:end], sql[end:]
 
 
+#: The tables :func:`_upsert` writes, and the columns of their keys.
+_TABLES = {
+    'pending': (schema.PENDING, [schema.PENDING.c.uuid]),
+    'holds': (schema.HOLDS, [schema.HOLDS.c.uuid, schema.HOLDS.c.holder,
+                             schema.HOLDS.c.token]),
+    'told': (schema.TOLD, [schema.TOLD.c.message_id]),
+}
+
+
 @functools.lru_cache(maxsize=None)
 def _upsert(dialect, table):
     """INSERT of ``table``'s rows that merges them into those present.
 
-    ``pending``: marks, merged into marks already held; ``holds``: holds,
-    which a hold recorded twice leaves as they are. None for a backend
-    without upserts. One statement, which starts with a write: no read
-    whose result another writer could change before the write.
+    ``pending``: marks, merged into marks already held; ``holds`` and
+    ``told``: holds and notification ids, which one recorded twice leaves
+    as they are. None for a backend without upserts. One statement, which
+    starts with a write: no read whose result another writer could change
+    before the write.
     """
-    target = schema.PENDING if table == 'pending' else schema.HOLDS
-    keys = ([schema.PENDING.c.uuid] if table == 'pending' else
-            [schema.HOLDS.c.uuid, schema.HOLDS.c.holder, schema.HOLDS.c.token])
+    target, keys = _TABLES[table]
     if dialect in ('sqlite', 'postgresql'):
         insert = (sqlite_dialect if dialect == 'sqlite'
                   else postgresql).insert
         stmt = insert(target)
-        if table == 'holds':
+        if table != 'pending':
             return stmt.on_conflict_do_nothing(index_elements=keys)
         # SQLite's min() and max() of two values are PostgreSQL's least()
         # and greatest().
@@ -251,8 +267,11 @@ def _upsert(dialect, table):
             set_=_merged(stmt.excluded, least, greatest))
     if dialect == 'mysql':
         stmt = mysql.insert(target)
-        if table == 'holds':
-            return stmt.on_duplicate_key_update(token=stmt.inserted.token)
+        if table != 'pending':
+            # A key column set to the value it has: the row stays as it is.
+            last = keys[-1].name
+            return stmt.on_duplicate_key_update(
+                **{last: stmt.inserted[last]})
         return stmt.on_duplicate_key_update(
             **_merged(stmt.inserted, sa.func.least, sa.func.greatest))
     return None
@@ -387,10 +406,8 @@ def renew(conn, uuids, now):
     A reader that took their marks before must not remove them.
     """
     if uuids:
-        number = sequence.next_number(conn)
-        _mark(conn, [{'uuid': u, 'first_event_at': now,
-                      'last_event_at': now, 'attempts': 0, 'seq': number}
-                     for u in sorted(uuids)])
+        _mark(conn, _rows({u: (now, now) for u in uuids},
+                          sequence.next_number(conn)))
 
 
 def failed(engine, uuids):

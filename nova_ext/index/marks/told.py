@@ -19,8 +19,8 @@ number of the sequence: a list that read the instance after the first
 reads it again after the second, for the same change.
 
 The in-process consumer records, in the transaction that commits its
-marks, the ids of the notifications they were made from
-(:func:`record`). Such a mark took its number after the notification was
+marks, the ids of the notifications they were made from (``pending.mark``'s
+``told``). Such a mark took its number after the notification was
 emitted, so after the change it reports was committed: a read whose
 ticket is at least that number sees the change, just as one after the
 indexer's own mark would: the indexer adds nothing to what the in-process
@@ -35,12 +35,7 @@ Ids nobody takes (no indexer runs, or it ran late) are dropped after
 comes to a notification later than that marks it again.
 """
 
-import functools
-
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from nova_ext.index import schema
 
@@ -53,57 +48,11 @@ KEEP = 20000
 #: recorded, and their instances are marked by the indexer too.
 MAX_ID = 64
 
-#: The statement that records ids on SQLite, outside any transaction
-#: (``pending._mark_sqlite``), by the count of ids.
-SQLITE_RECORD = ('INSERT OR IGNORE INTO nova_ext_index_told (message_id, '
-                 'seq) VALUES %s')
-
 
 def usable(message_ids):
     """The ids of ``message_ids`` that can be recorded, sorted, once each."""
     return sorted({i for i in message_ids
                    if isinstance(i, str) and 0 < len(i) <= MAX_ID})
-
-
-def record(conn, message_ids, number):
-    """Record ``message_ids`` as marked with ``number``.
-
-    In ``conn``'s transaction: the one that commits their marks.
-    """
-    rows = [{'message_id': i, 'seq': number} for i in usable(message_ids)]
-    if not rows:
-        return
-    statement = _insert(conn.dialect.name)
-    if statement is not None:
-        conn.execute(statement, rows)
-        return
-    c = schema.TOLD.c
-    present = set(conn.execute(sa.select(c.message_id).where(
-        c.message_id.in_([r['message_id'] for r in rows]))).scalars())
-    rows = [r for r in rows if r['message_id'] not in present]
-    if rows:
-        conn.execute(sa.insert(schema.TOLD), rows)
-
-
-@functools.lru_cache(maxsize=4)
-def sqlite_record(count):
-    """:data:`SQLITE_RECORD` for ``count`` ids."""
-    return SQLITE_RECORD % ', '.join(['(?, ?)'] * count)
-
-
-@functools.lru_cache(maxsize=None)
-def _insert(dialect):
-    """An INSERT that leaves an id already recorded as it is."""
-    if dialect in ('postgresql', 'sqlite'):
-        insert = (postgresql.insert if dialect == 'postgresql'
-                  else sqlite_dialect.insert)
-        return insert(schema.TOLD).on_conflict_do_nothing(
-            index_elements=[schema.TOLD.c.message_id])
-    if dialect == 'mysql':
-        # Sets the row's number to itself: the row stays as it is.
-        return mysql.insert(schema.TOLD).on_duplicate_key_update(
-            seq=schema.TOLD.c.seq)
-    return None
 
 
 def found(conn, message_ids):

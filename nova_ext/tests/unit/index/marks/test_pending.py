@@ -317,6 +317,11 @@ class TestPending(index_base.IndexDBTestCase):
         self.assertEqual({'a': 20.0, 'b': 7.0, 'c': 30.0},
                          self.lasts())
         self.assertEqual(95.0, pending.oldest_age(self.engine, now=100.0))
+        # Holds and notification ids recorded twice are one row each.
+        numbers = [pending.mark(self.engine, [('d', 1.0)], [('d', 'h', 1)],
+                                told=['m1']) for _ in range(2)]
+        self.assertEqual([('d', 'h', 1)], index_base.holds(self.engine))
+        self.assertEqual({'m1': numbers[0]}, index_base.told(self.engine))
 
     def test_mark_runs_again_after_a_lost_race(self):
         self.useFixture(fixtures.MockPatchObject(
