@@ -28,16 +28,13 @@ clocks said (``nova_ext.index.marks.sequence``).
 
 import functools
 import time
-import weakref
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from nova_ext.index import db
 from nova_ext.index.marks import sequence
 from nova_ext.index.marks import told as told_mod
+from nova_ext.index.marks import upsert
 from nova_ext.index import schema
 from nova_ext.index import sqlite
 
@@ -85,11 +82,11 @@ def mark(engine, events, holds=(), releases=(), timeout=None,
 
     def attempt(conn):
         number = sequence.next_number(conn)
-        _insert_new(conn, 'holds', holds)
-        _mark(conn, _rows(latest, number))
+        upsert.insert_new(conn, 'holds', holds)
+        upsert.merge(conn, _rows(latest, number))
         if releases:
             _release(conn, releases)
-        _insert_new(conn, 'told', _told_rows(told, number))
+        upsert.insert_new(conn, 'told', _told_rows(told, number))
         return number
     # MySQL and PostgreSQL can still pick an upsert as a deadlock victim;
     # so can a backend without an upsert lose the race between its read
@@ -114,7 +111,7 @@ def mark_untold(engine, changes):
         # An instance is marked if any of its notifications was not told.
         latest = coalesce((u, w) for u, w, i in changes if i not in found)
         if latest:
-            _mark(conn, _rows(latest, sequence.next_number(conn)))
+            upsert.merge(conn, _rows(latest, sequence.next_number(conn)))
         told_mod.forget(conn, found)
         return found
     return db.write(engine, attempt)
@@ -187,11 +184,11 @@ def _mark_sqlite(engine, latest, holds, releases, timeout, cooperative,
 
 def _sqlite_rows(conn, table, rows, wait, cooperative):
     """``rows`` upserted into ``table`` by one autocommitted statement."""
-    compiled = _compiled(conn.dialect, table)
+    compiled = upsert.compiled(conn.dialect, table)
     head, group, tail = _values_group(compiled.string)
     sql = '%s%s%s' % (head, ', '.join([group] * len(rows)), tail)
     params = [value for row in rows
-              for value in _parameters(compiled, row)]
+              for value in upsert.parameters(compiled, row)]
     sqlite.autocommit(conn, sql, params, wait, cooperative)
 
 
@@ -199,20 +196,6 @@ def _sqlite_rows(conn, table, rows, wait, cooperative):
 def _release_sqlite(count):
     return ('DELETE FROM nova_ext_index_holds WHERE (uuid, holder, token) '
             'IN (VALUES %s)' % ', '.join(['(?, ?, ?)'] * count))
-
-
-def _insert_new(conn, table, rows):
-    """``rows`` into ``table`` (``holds``, ``told``) but those present."""
-    if not rows:
-        return
-    if _upsert(conn.dialect.name, table) is not None:
-        _execute_upsert(conn, table, rows)
-        return
-    target, keys = _TABLES[table]
-    for row in rows:
-        if not conn.execute(sa.select(*keys).where(
-                *[key == row[key.name] for key in keys])).first():
-            conn.execute(sa.insert(target).values(**row))
 
 
 def _release(conn, releases):
@@ -230,122 +213,6 @@ def _values_group(sql):
     start = sql.index(' VALUES (') + len(' VALUES ')
     end = sql.index(')', start) + 1
     return sql[:start], sql[start:end], sql[end:]
-
-
-#: The tables :func:`_upsert` writes, and the columns of their keys.
-_TABLES = {
-    'pending': (schema.PENDING, [schema.PENDING.c.uuid]),
-    'holds': (schema.HOLDS, [schema.HOLDS.c.uuid, schema.HOLDS.c.holder,
-                             schema.HOLDS.c.token]),
-    'told': (schema.TOLD, [schema.TOLD.c.message_id]),
-}
-
-
-@functools.lru_cache(maxsize=None)
-def _upsert(dialect, table):
-    """INSERT of ``table``'s rows that merges them into those present.
-
-    ``pending``: marks, merged into marks already held; ``holds`` and
-    ``told``: holds and notification ids, which one recorded twice leaves
-    as they are. None for a backend without upserts. One statement, which
-    starts with a write: no read whose result another writer could change
-    before the write.
-    """
-    target, keys = _TABLES[table]
-    if dialect in ('sqlite', 'postgresql'):
-        insert = (sqlite_dialect if dialect == 'sqlite'
-                  else postgresql).insert
-        stmt = insert(target)
-        if table != 'pending':
-            return stmt.on_conflict_do_nothing(index_elements=keys)
-        # SQLite's min() and max() of two values are PostgreSQL's least()
-        # and greatest().
-        least, greatest = ((sa.func.min, sa.func.max) if dialect == 'sqlite'
-                           else (sa.func.least, sa.func.greatest))
-        return stmt.on_conflict_do_update(
-            index_elements=keys,
-            set_=_merged(stmt.excluded, least, greatest))
-    if dialect == 'mysql':
-        stmt = mysql.insert(target)
-        if table != 'pending':
-            # A key column set to the value it has: the row stays as it is.
-            last = keys[-1].name
-            return stmt.on_duplicate_key_update(
-                **{last: stmt.inserted[last]})
-        return stmt.on_duplicate_key_update(
-            **_merged(stmt.inserted, sa.func.least, sa.func.greatest))
-    return None
-
-
-def _merged(new, least, greatest):
-    """What an upsert sets: ``new`` (the row offered) merged in."""
-    c = schema.PENDING.c
-    return {'first_event_at': least(c.first_event_at, new.first_event_at),
-            'last_event_at': greatest(c.last_event_at, new.last_event_at),
-            'seq': new.seq}
-
-
-#: ``{dialect: {table: compiled upsert}}``: SQLAlchemy does not cache the
-#: compilation of ON CONFLICT and ON DUPLICATE KEY statements, which costs
-#: three times what executing one costs on SQLite, on the hold every Nova
-#: write waits for.
-_COMPILED = weakref.WeakKeyDictionary()
-
-
-def _execute_upsert(conn, table, rows):
-    """Upsert ``rows`` into ``table`` (:func:`_upsert`), compiled once.
-
-    Not for several rows on a server: SQLAlchemy sends those as one
-    multi-row statement, the driver's executemany as one per row.
-    """
-    dialect = conn.dialect
-    if len(rows) > 1 and dialect.name != 'sqlite':
-        conn.execute(_upsert(dialect.name, table), rows)
-        return
-    compiled = _compiled(dialect, table)
-    conn.exec_driver_sql(compiled.string,
-                         [_parameters(compiled, row) for row in rows])
-
-
-def _compiled(dialect, table):
-    """``table``'s upsert compiled for ``dialect``, once."""
-    compiled = _COMPILED.setdefault(dialect, {})
-    if table not in compiled:
-        compiled[table] = _upsert(dialect.name, table).compile(
-            dialect=dialect)
-    return compiled[table]
-
-
-def _parameters(compiled, row):
-    """A row's parameters as the driver takes them for ``compiled``."""
-    params = compiled.construct_params(row)
-    if compiled.positional:
-        return tuple(params[name] for name in compiled.positiontup)
-    return params
-
-
-def _mark(conn, rows):
-    if _upsert(conn.dialect.name, 'pending') is not None:
-        _execute_upsert(conn, 'pending', rows)
-        return
-    held = {row.uuid: row for row in conn.execute(
-        sa.select(schema.PENDING).where(schema.PENDING.c.uuid.in_(
-            [r['uuid'] for r in rows])))}
-    new = []
-    for values in rows:
-        row = held.get(values['uuid'])
-        if row is None:
-            new.append(values)
-            continue
-        # Renewed even when the times say nothing new: a reader that took
-        # the mark before must not remove it.
-        conn.execute(sa.update(schema.PENDING).where(
-            schema.PENDING.c.uuid == row.uuid).values(
-            first_event_at=min(values['first_event_at'], row.first_event_at),
-            last_event_at=max(values['last_event_at'], row.last_event_at),
-            seq=values['seq']))
-    if new:
-        conn.execute(sa.insert(schema.PENDING), new)
 
 
 def take(engine, limit, skip=()):
@@ -406,8 +273,8 @@ def renew(conn, uuids, now):
     A reader that took their marks before must not remove them.
     """
     if uuids:
-        _mark(conn, _rows({u: (now, now) for u in uuids},
-                          sequence.next_number(conn)))
+        upsert.merge(conn, _rows({u: (now, now) for u in uuids},
+                                 sequence.next_number(conn)))
 
 
 def failed(engine, uuids):

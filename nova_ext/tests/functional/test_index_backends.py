@@ -77,6 +77,7 @@ from nova_ext.index import generation
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import sequence
 from nova_ext.index.marks import told
+from nova_ext.index.marks import upsert
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration as index_migration
 from nova_ext.seams import api as api_entry_point
@@ -256,7 +257,7 @@ class _Schema(_OnServer):
         sa.event.listen(self.index.engine, 'before_cursor_execute', race)
         self.addCleanup(sa.event.remove, self.index.engine,
                         'before_cursor_execute', race)
-        real = pending._mark
+        real = upsert.merge
 
         def recording(conn, latest):
             try:
@@ -264,7 +265,7 @@ class _Schema(_OnServer):
             except Exception as e:
                 raised.append(type(e))
                 raise
-        self.useFixture(fixtures.MockPatchObject(pending, '_mark',
+        self.useFixture(fixtures.MockPatchObject(upsert, 'merge',
                                                  side_effect=recording))
         pending.mark(self.index.engine, [('u1', 10.0)])
         self.assertEqual([], raised)

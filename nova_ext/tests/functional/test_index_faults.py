@@ -35,7 +35,9 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
+from nova_ext.index.marks import holders
 from nova_ext.index.marks import process
+from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import migration
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
@@ -97,6 +99,19 @@ class _Faults(capture_tests._CaptureBase):
                 after = self.selector.stats.snapshot()
                 self.tried += sum(after[k] - before[k] for k in self.TRIED)
 
+    def wait_for_vouches(self, timeout=30):
+        """Until every other holder vouched since this process saw it.
+
+        A holder row made again (the index file made anew) counts as
+        silent until its next heartbeat; lists are Nova's until then.
+        """
+        seen = witness.get_witness(CONF)
+        own = holders.get_lease(CONF).name
+        deadline = time.monotonic() + timeout
+        while seen.silent(own=own) != []:
+            self.assertLess(time.monotonic(), deadline, seen.silent(own=own))
+            time.sleep(0.1)
+
     def assertFaultHandled(self, break_it, mend_it):
         break_it()
         self.broken = True
@@ -109,6 +124,7 @@ class _Faults(capture_tests._CaptureBase):
         # Nothing held back is lost: recorded, then served.
         self.assertTrue(process.get_batcher(CONF).flush(30))
         self.assertEqual({}, process.held())
+        self.wait_for_vouches()
         self.now[0] += 1.1
         self.lists(served=True)
         self.act()

@@ -13,7 +13,6 @@
 
 import sqlite3
 import threading
-from unittest import mock
 
 import fixtures
 from oslo_db import exception as db_exc
@@ -23,6 +22,7 @@ from nova_ext.index.apply import writer
 from nova_ext.index import db
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import sequence
+from nova_ext.index.marks import upsert
 from nova_ext.index import schema
 from nova_ext.index import sqlite
 from nova_ext.tests.unit.index import base as index_base
@@ -208,16 +208,6 @@ class TestPending(index_base.IndexDBTestCase):
         pending.unmark(self.engine, pending.take(self.engine, 10))
         self.assertEqual({}, index_base.held(self.engine))
 
-    def test_an_upsert_is_compiled_once(self):
-        pending.mark(self.engine, [('a', 1.0)])
-        upsert = pending._upsert(self.engine.dialect.name, 'pending')
-        with mock.patch.object(upsert, 'compile',
-                               side_effect=AssertionError('compiled again')):
-            pending.mark(self.engine, [('a', 2.0)])
-            pending.mark(self.engine, [('b', 3.0), ('c', 4.0)])
-        self.assertEqual({'a': 2.0, 'b': 3.0, 'c': 4.0},
-                         self.lasts())
-
     def test_readers_do_not_take_the_write_lock(self):
         seen = self.statements(self.engine)
         pending.take(self.engine, 10)
@@ -306,27 +296,10 @@ class TestPending(index_base.IndexDBTestCase):
             self.assertGreater(conn.execute(sa.select(
                 sa.func.count()).select_from(schema.INSTANCES)).scalar(), 0)
 
-    def test_mark_without_an_upsert(self):
-        self.useFixture(fixtures.MockPatchObject(
-            pending, 'AUTOCOMMIT_ROWS', 0))
-        # A backend with neither upsert reads, then inserts or updates.
-        self.useFixture(fixtures.MockPatchObject(pending, '_upsert',
-                                                 return_value=None))
-        pending.mark(self.engine, [('a', 10.0), ('b', 7.0)])
-        pending.mark(self.engine, [('a', 20.0), ('a', 5.0), ('c', 30.0)])
-        self.assertEqual({'a': 20.0, 'b': 7.0, 'c': 30.0},
-                         self.lasts())
-        self.assertEqual(95.0, pending.oldest_age(self.engine, now=100.0))
-        # Holds and notification ids recorded twice are one row each.
-        numbers = [pending.mark(self.engine, [('d', 1.0)], [('d', 'h', 1)],
-                                told=['m1']) for _ in range(2)]
-        self.assertEqual([('d', 'h', 1)], index_base.holds(self.engine))
-        self.assertEqual({'m1': numbers[0]}, index_base.told(self.engine))
-
     def test_mark_runs_again_after_a_lost_race(self):
         self.useFixture(fixtures.MockPatchObject(
             pending, 'AUTOCOMMIT_ROWS', 0))
-        real, calls = pending._mark, []
+        real, calls = upsert.merge, []
 
         def deadlocked_once(conn, rows):
             calls.append(rows)
@@ -334,16 +307,16 @@ class TestPending(index_base.IndexDBTestCase):
                 raise db_exc.DBDeadlock()
             return real(conn, rows)
         self.useFixture(fixtures.MockPatchObject(
-            pending, '_mark', side_effect=deadlocked_once))
+            upsert, 'merge', side_effect=deadlocked_once))
         pending.mark(self.engine, [('a', 1.0)])
-        self.assertEqual(2, pending._mark.call_count)
+        self.assertEqual(2, upsert.merge.call_count)
         self.assertEqual({'a': 1.0}, self.lasts())
 
     def test_mark_gives_up_on_other_errors(self):
         self.useFixture(fixtures.MockPatchObject(
             pending, 'AUTOCOMMIT_ROWS', 0))
         self.useFixture(fixtures.MockPatchObject(
-            pending, '_mark', side_effect=db_exc.DBError('index away')))
+            upsert, 'merge', side_effect=db_exc.DBError('index away')))
         self.assertRaises(db_exc.DBError, pending.mark, self.engine,
                           [('a', 1.0)])
-        self.assertEqual(1, pending._mark.call_count)
+        self.assertEqual(1, upsert.merge.call_count)
