@@ -36,13 +36,14 @@ A page is rendered as before where any of them differs, and its body is
 kept only where the view read what the key holds: the flags it passed
 to ``show``, and the ``host_status`` and security groups it added to
 each document (asked again by Nova's view, policy and time may have
-moved in between). A page with a server whose document is not cached
-(no version, no ``updated_at``, no request spec digest), or whose
-documents were not all in the render cache, keeps no body: the next
-request finds them there. Nor does a page whose security groups Nova's
-view asks Neutron for itself. Where Neutron is asked for the page's groups
-(without its feed, or after a change), the key waits for its answer,
-which the page's rendering otherwise overlaps.
+moved in between). A page with a server whose document the render cache
+cannot keep (no version, no ``updated_at``, no request spec digest) keeps
+no body. Nor does a page whose security groups Nova's view asks Neutron
+for itself. A page whose documents were missed in the render cache is
+kept once they are rendered from their rows read in full: those rows are
+of the versions its key was read with. Where Neutron is asked for the
+page's groups (without its feed, or after a change), the key waits for
+its answer, which the page's rendering otherwise overlaps.
 
 From microversion 2.96 the key holds each server's pinned zone and
 scheduler hints as the view is given them (``request_specs.given``): Nova
@@ -120,7 +121,7 @@ class PageBody(object):
         """``body``, kept written if the view read what its key holds.
 
         :param body: the page's body as Nova's view made it, every
-            document from the render cache (its first pass missed none).
+            document kept in the render cache.
         :returns: what the response is written from.
         """
         if self._key is None or not self._as_read(body):

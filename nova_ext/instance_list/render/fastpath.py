@@ -325,7 +325,7 @@ def render_cached(driver, listing, records, cache, bodies=None,
 
     :param bodies: ``detail_bodies.cache``'s, or None: with it, a body kept
         for the page's reads is the answer, and a page whose documents
-        were all cached is kept.
+        are all kept in ``cache`` once rendered is kept.
     :param groups: the page's security groups (``security_groups.start``).
     """
     context = listing.context
@@ -355,10 +355,18 @@ def render_cached(driver, listing, records, cache, bodies=None,
         if not render.missed:
             return body if kept is None else kept.keep(body)
         full = _full_rows(driver, listing, render.missed)
+        # A row written again since the page was read is shown as read in
+        # full, as Nova would show it then, but its document is not kept
+        # under the page's version (nor the page's body with it). Versions
+        # never come back: read after the rows, the same version is theirs.
+        now = driver.versions(list(full)) if full else {}
         for n, instance in enumerate(page):
             again = full.get(instance.uuid)
             if again is not None:
-                again.render_version = instance.render_version
+                again.render_version = (
+                    instance.render_version
+                    if now.get(instance.uuid) == instance.render_version
+                    else None)
                 if narrow.SPEC in instance:
                     # As read with the page, with its version.
                     setattr(again, narrow.SPEC, instance.get(narrow.SPEC))
@@ -372,7 +380,8 @@ def render_cached(driver, listing, records, cache, bodies=None,
         if render.missed:
             raise NotRendered('servers %s left the index while the page '
                               'was rendered' % ', '.join(render.missed))
-        return body
+        # The rows read in full are of the versions the key was read with.
+        return body if kept is None else kept.keep(body)
 
 
 def _full_rows(driver, listing, uuids):

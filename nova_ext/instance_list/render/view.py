@@ -116,9 +116,14 @@ class PageRender(object):
             self.missed.append(instance.uuid)
             return {'server': _Unrendered(id=instance.uuid)}
         server = show(request, instance, **kwargs)
-        if key is not None:
-            self.cache.put(key, render_cache.kept(server['server']))
-        return server
+        if key is None:
+            return server
+        doc = render_cache.kept(server['server'])
+        self.cache.put(key, doc)
+        # As a document found in the cache: the page's body is then kept
+        # with it (detail_bodies), not only by the next request's render.
+        self._found[instance.uuid] = encode.Shown(doc)
+        return {'server': self._found[instance.uuid]}
 
     def basic(self, basic, request, instance, kwargs):
         """A server's document in a list without details."""

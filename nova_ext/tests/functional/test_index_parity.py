@@ -507,13 +507,15 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
             self.admin_api.put_server(
                 renamed, {'server': {'name': 'whole-' + version}})
             self.sync_index()
-            hits = bodies.hits
+            hits, size = bodies.hits, len(bodies)
             got = TestIndexParity.assertSameAnswer(
                 self, self.admin_api, uri, served=True)
             self.assertEqual(hits, bodies.hits, version)
             self.assertIn('whole-' + version,
                           [s['name'] for s in got.json()['servers']])
-            self._get(self.admin_api, uri)
+            # Rendered once the renamed server's row was read in full, the
+            # page's body is kept: the next request is its text.
+            self.assertEqual(size + 1, len(bodies), version)
             hits = bodies.hits
             TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
                                              served=True)
@@ -548,6 +550,55 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self._get(self.api, uri)
         hits = bodies.hits
         TestIndexParity.assertSameAnswer(self, self.api, uri, served=True)
+        self.assertEqual(hits + 1, bodies.hits)
+
+    def test_a_row_written_again_while_its_page_renders(self):
+        # Between the page's read and the read in full of its changed
+        # server, Nova writes that server again: the page shows it as read
+        # in full, as Nova then does, but neither its document nor the
+        # page's body is kept under the version the page read.
+        bodies = detail_bodies.cache(ext_conf.CONF)
+        documents = render_cache.cache(ext_conf.CONF)
+        uri = 'servers/detail?all_tenants=1'
+        for _ in range(2):
+            self._get(self.admin_api, uri)
+        uuid = self.servers['active1']['id']
+        self.admin_api.put_server(uuid, {'server': {'name': 'read-first'}})
+        self.sync_index()
+        real, calls = fastpath._full_rows, []
+
+        def written_again(driver, listing, uuids):
+            calls.append(sorted(uuids))
+            ctx = nova_context.get_admin_context()
+            cell = objects.InstanceMapping.get_by_instance_uuid(
+                ctx, uuid).cell_mapping
+            table = nova_models.Instance.__table__
+            with nova_context.target_cell(ctx, cell) as cctx:
+                with main_db_api.get_context_manager(cctx).writer.using(
+                        cctx) as session:
+                    session.execute(sa.update(table).where(
+                        table.c.uuid == uuid).values(
+                        display_name='read-later'))
+            self.sync_index()
+            return real(driver, listing, uuids)
+        kept, cached = len(bodies), len(documents)
+        with mock.patch.object(fastpath, '_full_rows',
+                               side_effect=written_again):
+            got = TestIndexParity.assertSameAnswer(
+                self, self.admin_api, uri, served=True)
+        self.assertEqual([[uuid]], calls)
+        self.assertEqual('read-later', [
+            s['name'] for s in got.json()['servers'] if s['id'] == uuid][0])
+        self.assertEqual((kept, cached), (len(bodies), len(documents)))
+        # The next page reads the later version: its document and its
+        # body are kept, then the body is the answer.
+        TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
+                                         served=True)
+        self.assertEqual((kept + 1, cached + 1),
+                         (len(bodies), len(documents)))
+        hits = bodies.hits
+        TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
+                                         served=True)
         self.assertEqual(hits + 1, bodies.hits)
 
     def test_pages_come_from_the_page_cache(self):
