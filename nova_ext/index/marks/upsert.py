@@ -114,7 +114,10 @@ def compiled(dialect, table):
 
 
 def parameters(done, row):
-    """A row's parameters as the driver takes them for ``compiled``."""
+    """A row's parameters as the driver takes them for ``done``.
+
+    :param done: an upsert compiled for the connection (:func:`compiled`).
+    """
     params = done.construct_params(row)
     if done.positional:
         return tuple(params[name] for name in done.positiontup)

@@ -352,36 +352,43 @@ def render_cached(driver, listing, records, cache, bodies=None,
                 return body
         body = render_or_hand(driver, builder, listing, page,
                               volumes=volumes)
-        if not render.missed:
-            return body if kept is None else kept.keep(body)
-        full = _full_rows(driver, listing, render.missed)
-        # A row written again since the page was read is shown as read in
-        # full, as Nova would show it then, but its document is not kept
-        # under the page's version (nor the page's body with it). Versions
-        # never come back: read after the rows, the same version is theirs.
-        now = driver.versions(list(full)) if full else {}
-        for n, instance in enumerate(page):
-            again = full.get(instance.uuid)
-            if again is not None:
-                again.render_version = (
-                    instance.render_version
-                    if now.get(instance.uuid) == instance.render_version
-                    else None)
-                if narrow.SPEC in instance:
-                    # As read with the page, with its version.
-                    setattr(again, narrow.SPEC, instance.get(narrow.SPEC))
-                if 'services' in instance:
-                    again.services = instance.services
-                page[n] = again
-        render.again()
-        with request_specs.only(render.redo):
-            body = render_or_hand(driver, builder, listing, page,
-                                  volumes=volumes)
         if render.missed:
-            raise NotRendered('servers %s left the index while the page '
-                              'was rendered' % ', '.join(render.missed))
-        # The rows read in full are of the versions the key was read with.
+            body = _render_missed(driver, builder, listing, page, render,
+                                  volumes)
+        # Kept only if every document is a kept one: not that of a row
+        # written again while the page was rendered.
         return body if kept is None else kept.keep(body)
+
+
+def _render_missed(driver, builder, listing, page, render, volumes):
+    """The page rendered again, its missed rows read in full."""
+    full = _full_rows(driver, listing, render.missed)
+    # A row written again since the page was read is shown as read in
+    # full, as Nova would show it then, but its document is not kept
+    # under the page's version (nor the page's body with it). Versions
+    # never come back: read after the rows, the same version is theirs.
+    now = driver.versions(list(full)) if full else {}
+    for n, instance in enumerate(page):
+        again = full.get(instance.uuid)
+        if again is not None:
+            again.render_version = (
+                instance.render_version
+                if now.get(instance.uuid) == instance.render_version
+                else None)
+            if narrow.SPEC in instance:
+                # As read with the page, with its version.
+                setattr(again, narrow.SPEC, instance.get(narrow.SPEC))
+            if 'services' in instance:
+                again.services = instance.services
+            page[n] = again
+    render.again()
+    with request_specs.only(render.redo):
+        body = render_or_hand(driver, builder, listing, page,
+                              volumes=volumes)
+    if render.missed:
+        raise NotRendered('servers %s left the index while the page '
+                          'was rendered' % ', '.join(render.missed))
+    return body
 
 
 def _full_rows(driver, listing, uuids):

@@ -108,10 +108,7 @@ class PageRender(object):
         if key is not None:
             doc = self.cache.get(key)
             if doc is not None:
-                # Nova adds host_status and security groups to the
-                # documents of a page; those go into a copy.
-                self._found[instance.uuid] = encode.Shown(doc)
-                return {'server': self._found[instance.uuid]}
+                return self._shown(instance.uuid, doc)
         if not instance.get('full', True):
             self.missed.append(instance.uuid)
             return {'server': _Unrendered(id=instance.uuid)}
@@ -122,8 +119,16 @@ class PageRender(object):
         self.cache.put(key, doc)
         # As a document found in the cache: the page's body is then kept
         # with it (detail_bodies), not only by the next request's render.
-        self._found[instance.uuid] = encode.Shown(doc)
-        return {'server': self._found[instance.uuid]}
+        return self._shown(instance.uuid, doc)
+
+    def _shown(self, uuid, doc):
+        """``show``'s answer of a kept document, found for a second pass.
+
+        Nova adds host_status and security groups to the documents of a
+        page; those go into a copy.
+        """
+        self._found[uuid] = encode.Shown(doc)
+        return {'server': self._found[uuid]}
 
     def basic(self, basic, request, instance, kwargs):
         """A server's document in a list without details."""

@@ -42,6 +42,11 @@ class IndexDBTestCase(base.TestCase):
         migration.db_sync(self.conf.conf)
         self.engine = db.get_engine(self.conf.conf)
 
+    def lasts(self):
+        """``{uuid: last_event_at}`` of every mark."""
+        return {uuid: last for uuid, (_first, last) in
+                held(self.engine).items()}
+
 
 def lock(test, path):
     """Hold the write lock of the SQLite database file ``path``.

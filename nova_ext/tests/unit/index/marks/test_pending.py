@@ -30,12 +30,6 @@ from nova_ext.tests.unit.index import base as index_base
 
 class TestPending(index_base.IndexDBTestCase):
 
-    def lasts(self):
-        """``{uuid: last_event_at}`` of every mark."""
-        with self.engine.connect() as conn:
-            return {r.uuid: r.last_event_at for r in conn.execute(
-                sa.select(schema.PENDING))}
-
     def test_mark_keeps_first_and_last(self):
         pending.mark(self.engine, [('a', 10.0), ('a', 5.0), ('b', 7.0)])
         pending.mark(self.engine, [('a', 20.0)])

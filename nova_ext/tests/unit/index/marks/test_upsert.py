@@ -22,11 +22,6 @@ from nova_ext.tests.unit.index import base as index_base
 
 class TestUpsert(index_base.IndexDBTestCase):
 
-    def lasts(self):
-        """``{uuid: last_event_at}`` of every mark."""
-        return {u: last for u, (_f, last) in
-                index_base.held(self.engine).items()}
-
     def test_an_upsert_is_compiled_once(self):
         pending.mark(self.engine, [('a', 1.0)])
         stmt = upsert.statement(self.engine.dialect.name, 'pending')
