@@ -168,6 +168,14 @@ class RowsDriver(InstanceListDriver):
         :raises Unavailable: as :meth:`get_instance_objects_sorted`.
         """
 
+    def prepare(self, ctx):
+        """Begin what the next :meth:`records` of ``ctx`` reads in any order.
+
+        The render path calls it first, before its read of the build
+        requests: a driver may begin there, on threads of its own, reads
+        whose moment within the request does not matter. By default none.
+        """
+
     @abc.abstractmethod
     def versions(self, uuids):
         """``{uuid: version}``: a value that changes whenever the row does.

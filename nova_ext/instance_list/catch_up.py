@@ -74,8 +74,13 @@ class CellCheck(object):
         self.done = False
 
     def merges(self):
-        """Whether a pass over the cells may be the check."""
-        return not self.done and not self._catch_up.cells_down
+        """Whether a pass over the cells may be the check.
+
+        Not where the request began its check early
+        (``cellhealth.CellHealth.begin``): that one is the check.
+        """
+        return (not self.done and not self._catch_up.cells_down and
+                not self._health.begun(self._ctx))
 
     def take(self, answered):
         """Have a pass over the cells be the check, if every cell answered.

@@ -22,8 +22,11 @@ the request's own: a cell that went down a moment ago is down for this
 request, as it is for Nova's.
 """
 
+import os
 import threading
+import weakref
 
+import futurist
 from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 import sqlalchemy as sa
@@ -32,6 +35,32 @@ from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
 _PROBE = sa.text('SELECT 1')
+#: Checks begun at once in a process (:meth:`CellHealth.begin`); more wait
+#: for one of them to end.
+CHECKS_AT_ONCE = 8
+
+_POOL_LOCK = threading.Lock()
+_POOLS = {}
+
+
+def _pool():
+    """This process's pool for checks begun early, made on first use."""
+    # A process forked from one that used it has no thread in it.
+    with _POOL_LOCK:
+        pool = _POOLS.get(os.getpid())
+        if pool is None:
+            pool = _POOLS[os.getpid()] = futurist.ThreadPoolExecutor(
+                max_workers=CHECKS_AT_ONCE)
+        return pool
+
+
+def shutdown():
+    """Stop the pools' threads once their checks are done (tests)."""
+    with _POOL_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        pool.shutdown(wait=True)
 
 
 class CellHealth(object):
@@ -41,6 +70,30 @@ class CellHealth(object):
         self._down = []
         #: Checks made (each a query to every cell).
         self.checks = 0
+        #: {request context: the future of its check begun early}.
+        self._begun = weakref.WeakKeyDictionary()
+
+    def begin(self, ctx, conf):
+        """Begin ``ctx``'s check now, on a thread of this process's pool.
+
+        For a request that reads something else first whose order with
+        the check does not matter (the build requests): the check then
+        costs it no time of its own. :meth:`down_cells` of the same
+        context gives its answer.
+        """
+        future = _pool().submit(self._check_for, ctx, conf)
+        with self._lock:
+            self._begun[ctx] = future
+
+    def _check_for(self, ctx, conf):
+        # The pool's thread logs with the request's id, as the request would.
+        ctx.update_store()
+        return self._check(ctx, conf)
+
+    def begun(self, ctx):
+        """Whether a check of ``ctx``'s was begun and not yet given."""
+        with self._lock:
+            return ctx in self._begun
 
     def _probe(self, cctxt):
         # A method, not a function: Nova's DownCellFixture, which tests use
@@ -54,7 +107,18 @@ class CellHealth(object):
         return True
 
     def down_cells(self, ctx, conf):
-        """Uuids of the cells that do not answer now."""
+        """Uuids of the cells that do not answer now.
+
+        The answer of the check :meth:`begin` began for ``ctx``, if any:
+        given once, a second call checks again.
+        """
+        with self._lock:
+            future = self._begun.pop(ctx, None)
+        if future is not None:
+            return future.result()
+        return self._check(ctx, conf)
+
+    def _check(self, ctx, conf):
         results = nova_cells.scatter(
             ctx, nova_cells.all_cells(), self._probe,
             timeout=conf.nova_ext_index.query_timeout)

@@ -180,6 +180,10 @@ class IndexDriver(base.RowsDriver):
     def unrecorded_lag(self):
         return catch_up.unrecorded()[1]
 
+    def prepare(self, ctx):
+        # The cells' check, while the build requests are read.
+        self.cells.begin(ctx, self.conf)
+
     def records(self, ctx, filters, limit, marker, attrs, sort_keys,
                 sort_dirs, cell_down_support=False, catch_up=True):
         """One page of index rows, as Nova's instance query returns them.

@@ -119,9 +119,12 @@ class Stats(object):
     #: With Neutron's feed read (``neutron_feed_url``), ``groups_kept``
     #: counts the detailed pages whose security groups were an answer
     #: Neutron gave before, proven unchanged, ``groups_asked`` those for
-    #: which Neutron was asked.
+    #: which Neutron was asked. ``bodies_kept`` counts the rendered
+    #: requests answered with a kept written body (``detail_bodies``,
+    #: ``page_bodies``), no server rendered.
     FIELDS = ('served', 'unservable', 'unavailable', 'failed', 'latched',
-              'slow', 'rendered', 'handed', 'groups_kept', 'groups_asked')
+              'slow', 'rendered', 'handed', 'groups_kept', 'groups_asked',
+              'bodies_kept')
 
     #: Kinds of reasons counted apiece; those that come after share one
     #: count, so that a driver's error messages cannot grow the counters.
@@ -242,6 +245,13 @@ class Selector(object):
         if served:
             return result
         return self.stock(*args, cell_down_support=cell_down_support)
+
+    def prepare(self, driver, ctx):
+        """``driver.prepare(ctx)``, unless it is latched off (Nova answers)."""
+        with self._lock:
+            until = self.latched_until
+        if until is None or self.clock() >= until:
+            driver.prepare(ctx)
 
     def attempt(self, driver, call):
         """Run ``call()``, an answer from ``driver``, if the driver may answer.

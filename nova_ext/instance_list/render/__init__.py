@@ -86,8 +86,9 @@ def _body(conf, selector, listing):
     ctx = listing.context
     args = listing.kwargs
     filters = fastpath.db_filters(ctx, args.get('search_opts') or {})
-    marker = fastpath.check_build_requests(ctx, filters, listing)
     driver = selector.driver
+    selector.prepare(driver, ctx)
+    marker = fastpath.check_build_requests(ctx, filters, listing)
     cache = render_cache.cache(conf)
     # With the render cache, a detailed page is listed without the joins
     # that only rendering reads; the rows it has to render are read in full
@@ -141,14 +142,44 @@ def _body(conf, selector, listing):
         def render():
             page = fastpath.instances(driver, ctx, listing, records)
             return fastpath.render_listed(driver, listing, page, cache)
-        return page_bodies.body(page_bodies.cache(conf), kept, render)
+        return page_bodies.body(
+            _Counted.of(page_bodies.cache(conf), selector.stats), kept,
+            render)
     with view.groups_from(lookup):
         if listing.detail and cache is not None:
             return fastpath.render_cached(
                 driver, listing, records, cache,
-                bodies=detail_bodies.cache(conf), groups=lookup)
+                bodies=_Counted.of(detail_bodies.cache(conf),
+                                   selector.stats),
+                groups=lookup)
         page = fastpath.instances(driver, ctx, listing, records)
         return fastpath.render_listed(driver, listing, page, cache)
+
+
+class _Counted(object):
+    """A cache of written bodies whose every body given is counted.
+
+    As ``bodies_kept`` in the selector's stats: the requests answered
+    with a kept body, no server rendered.
+    """
+
+    def __init__(self, bodies, stats):
+        self._bodies = bodies
+        self._stats = stats
+
+    @classmethod
+    def of(cls, bodies, stats):
+        """``bodies`` counted; None (no cache) as it is."""
+        return None if bodies is None else cls(bodies, stats)
+
+    def get(self, key):
+        found = self._bodies.get(key)
+        if found is not None:
+            self._stats.add('bodies_kept')
+        return found
+
+    def put(self, key, value):
+        self._bodies.put(key, value)
 
 
 def _response(request, body):

@@ -499,18 +499,27 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
             self._get(self.admin_api, uri)
             for _ in range(2):
                 hits, looked_up = bodies.hits, documents.hits
+                counted = self.selector.stats.snapshot()['bodies_kept']
                 TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
                                                  served=True)
                 self.assertEqual(hits + 1, bodies.hits, version)
                 self.assertEqual(looked_up, documents.hits, version)
+                self.assertEqual(
+                    counted + 1,
+                    self.selector.stats.snapshot()['bodies_kept'], version)
             renamed = self.servers['active1']['id']
             self.admin_api.put_server(
                 renamed, {'server': {'name': 'whole-' + version}})
             self.sync_index()
             hits, size = bodies.hits, len(bodies)
+            counted = self.selector.stats.snapshot()['bodies_kept']
             got = TestIndexParity.assertSameAnswer(
                 self, self.admin_api, uri, served=True)
             self.assertEqual(hits, bodies.hits, version)
+            # Rendered: not counted as a kept body.
+            self.assertEqual(counted,
+                             self.selector.stats.snapshot()['bodies_kept'],
+                             version)
             self.assertIn('whole-' + version,
                           [s['name'] for s in got.json()['servers']])
             # Rendered once the renamed server's row was read in full, the
@@ -835,9 +844,13 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
                 self._get(self.admin_api, uri)
                 hits, looked = bodies.hits, documents.hits + documents.misses
                 rows = pages.hits
+                counted = self.selector.stats.snapshot()['bodies_kept']
                 got = self.assertSameAnswer(self.admin_api, uri, served=True)
                 self.assertTrue(got.json()['servers'])
                 self.assertGreater(bodies.hits, hits, uri)
+                self.assertEqual(
+                    counted + bodies.hits - hits,
+                    self.selector.stats.snapshot()['bodies_kept'], uri)
                 self.assertEqual(looked, documents.hits + documents.misses,
                                  uri)
                 self.assertGreater(pages.hits, rows, uri)

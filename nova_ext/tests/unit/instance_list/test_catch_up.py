@@ -37,8 +37,14 @@ class Health(object):
     def __init__(self):
         self.down = []
         self.asked = 0
+        #: The contexts whose check was begun early.
+        self.early = set()
+
+    def begun(self, ctx):
+        return ctx in self.early
 
     def down_cells(self, ctx, conf):
+        self.early.discard(ctx)
         self.asked += 1
         return list(self.down)
 
@@ -79,6 +85,15 @@ class TestCellCheck(base.TestCase):
         self.assertEqual(1, self.health.asked)
         check.make()
         self.assertEqual(1, self.health.asked)
+
+    def test_a_check_begun_early_is_the_check(self):
+        # Not a pass over the cells: the request's check is under way.
+        self.health.early.add('ctx')
+        check = self.check()
+        self.assertFalse(check.merges())
+        check.make()
+        self.assertEqual(1, self.health.asked)
+        self.assertFalse(check.merges())
 
     def test_while_cells_were_found_down_each_request_checks_alone(self):
         # So that the request after the cells' return logs it.

@@ -11,6 +11,7 @@
 # under the License.
 """The check of one cell, on real SQLite cell databases."""
 
+import gc
 import os
 import types
 
@@ -56,3 +57,71 @@ class TestProbe(base.TestCase):
         cctxt = self.cell(connection=gone,
                           slave_connection=self.url('replica.db'))
         self.assertTrue(cellhealth.CellHealth()._probe(cctxt))
+
+
+class _Context(object):
+    """A request's context, as far as the check begun early uses it."""
+
+    def __init__(self):
+        self.stored = 0
+
+    def update_store(self):
+        self.stored += 1
+
+
+class _Health(cellhealth.CellHealth):
+    """Cells' checks that answer ``down`` and count who asked."""
+
+    def __init__(self, down=(), error=None):
+        super().__init__()
+        self.asked = []
+        self.down = list(down)
+        self.error = error
+
+    def _check(self, ctx, conf):
+        self.asked.append(id(ctx))
+        if self.error is not None:
+            raise self.error
+        return self.down
+
+
+class TestBegun(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(cellhealth.shutdown)
+
+    def test_a_check_begun_is_the_requests(self):
+        health, ctx = _Health(down=['cell2']), _Context()
+        health.begin(ctx, None)
+        self.assertTrue(health.begun(ctx))
+        self.assertEqual(['cell2'], health.down_cells(ctx, None))
+        self.assertEqual([id(ctx)], health.asked)
+        # Made on the pool's thread with the request's logging context.
+        self.assertEqual(1, ctx.stored)
+        # Given once: a second call checks again.
+        self.assertFalse(health.begun(ctx))
+        health.down_cells(ctx, None)
+        self.assertEqual([id(ctx)] * 2, health.asked)
+
+    def test_another_requests_check_is_its_own(self):
+        health, first, second = _Health(), _Context(), _Context()
+        health.begin(first, None)
+        self.assertFalse(health.begun(second))
+        self.assertEqual([], health.down_cells(second, None))
+        self.assertTrue(health.begun(first))
+        health.down_cells(first, None)
+        self.assertCountEqual([id(first), id(second)], health.asked)
+
+    def test_what_a_check_begun_raises_is_raised(self):
+        health, ctx = _Health(error=ValueError('no cells')), _Context()
+        health.begin(ctx, None)
+        self.assertRaises(ValueError, health.down_cells, ctx, None)
+        self.assertFalse(health.begun(ctx))
+
+    def test_a_request_gone_leaves_nothing(self):
+        health = _Health()
+        health.begin(_Context(), None)
+        cellhealth.shutdown()
+        gc.collect()
+        self.assertEqual(0, len(health._begun))

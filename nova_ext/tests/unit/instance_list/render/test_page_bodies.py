@@ -17,10 +17,12 @@ from nova import context as nova_context
 from oslo_serialization import jsonutils
 
 from nova_ext import conf
+from nova_ext.instance_list import render
 from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import page_bodies
+from nova_ext.instance_list import serving
 from nova_ext.tests.unit import base
 
 
@@ -144,6 +146,19 @@ class TestBody(base.TestCase):
             self.assertEqual({'servers': [{'id': 'u1', 'name': 'n'}]}, body)
         self.assertEqual(0, len(self.bodies))
         self.assertEqual(['n', 'n'], self.rendered)
+
+    def test_each_body_given_is_counted(self):
+        stats = serving.Stats()
+        counted = render._Counted.of(self.bodies, stats)
+        page_bodies.body(counted, 'k', self._render())
+        self.assertEqual(0, stats.snapshot()['bodies_kept'])
+        for n in (1, 2):
+            page_bodies.body(counted, 'k', self._render('other'))
+            self.assertEqual(n, stats.snapshot()['bodies_kept'])
+        page_bodies.body(counted, 'l', self._render('l'))
+        self.assertEqual(2, stats.snapshot()['bodies_kept'])
+        self.assertEqual(['n', 'l'], self.rendered)
+        self.assertIsNone(render._Counted.of(None, stats))
 
     def test_a_page_nova_renders_keeps_no_body(self):
         def refused():
