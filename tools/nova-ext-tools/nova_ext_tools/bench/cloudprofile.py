@@ -23,6 +23,7 @@ request. The sampler's own cost is in every figure: read the shares.
 """
 
 import glob
+import json
 import os
 import shutil
 import tempfile
@@ -79,6 +80,12 @@ COMPONENTS = (
 OTHER = 'pipeline: uwsgi, paste, webob, policy, the rest'
 #: Seconds the profile waits at most for the machine to settle.
 SETTLE_SECONDS = 300
+#: Rounds of warm-up lists before the sampling, at most (:func:`warm`).
+WARM_ROUNDS = 6
+#: The sampler's interval, in ms (``sampler.filter_factory``).
+INTERVAL_MS = 5.0
+#: The share of the sampled requests, slowest first, broken down apart.
+SLOWEST = 0.1
 #: A frame every sample of a thread serving a request holds.
 REQUEST_FRAME = 'urlmap.py'
 
@@ -108,6 +115,39 @@ def parse(path):
     return counts
 
 
+def slowest(paths, share=SLOWEST):
+    """The slowest ``share`` of the sampled requests, by component.
+
+    :param paths: the sampler's ``requests-<pid>.jsonl`` files, a request
+        a line.
+    :returns: ``{'requests', 'from_ms' (the fastest of them),
+        'wall_ms_per_request', 'components': {name: ms per request}}``;
+        None if no request was sampled.
+    """
+    sampled = []
+    for path in paths:
+        with open(path) as f:
+            sampled += [json.loads(line) for line in f if line.strip()]
+    if not sampled:
+        return None
+    sampled.sort(key=lambda r: r['ms'])
+    slow = sampled[-max(1, int(len(sampled) * share)):]
+    counts = {}
+    for request in slow:
+        for stack, n in request['stacks'].items():
+            name = classify(stack.split(';'))
+            if name is not None:
+                counts[name] = counts.get(name, 0) + n
+    return {
+        'requests': len(slow),
+        'from_ms': round(slow[0]['ms'], 1),
+        'wall_ms_per_request': round(
+            sum(r['ms'] for r in slow) / len(slow), 1),
+        'components': {
+            name: round(n * INTERVAL_MS / len(slow), 1)
+            for name, n in sorted(counts.items(), key=lambda i: -i[1])}}
+
+
 def settle(timeout=SETTLE_SECONDS):
     """Wait until the machine is no longer busy: the seconds waited.
 
@@ -123,6 +163,26 @@ def settle(timeout=SETTLE_SECONDS):
            time.monotonic() - started < timeout):
         time.sleep(5)
     return round(time.monotonic() - started, 1)
+
+
+def warm(cloud, target, url, rounds=WARM_ROUNDS):
+    """Lists until a round asks Neutron no more: the rounds sent.
+
+    Each worker's first page under the feed's proof asks Neutron once and
+    keeps its answer, as nova_ext's nova-api has long done. uwsgi picks
+    the worker of each request, so one round need not reach them all:
+    rounds go on until the published ``groups_asked`` stays the same, at
+    most ``rounds`` of them.
+    """
+    asked = cloud.ext.list_counters().get('groups_asked', 0)
+    for sent in range(1, rounds + 1):
+        cloudload.phase(target, url, layout.API_WORKERS, 2)
+        time.sleep(novaext.PUBLISH_SECONDS)
+        before, asked = asked, cloud.ext.list_counters().get(
+            'groups_asked', 0)
+        if asked == before:
+            break
+    return sent
 
 
 def profile(cloud, target, url, seconds=30):
@@ -147,9 +207,7 @@ def profile(cloud, target, url, seconds=30):
         cloudload.phase(unsampled, url, layout.API_WORKERS, 1)
         time.sleep(novaext.FEED_CALL_TIMEOUT + 1)
         settled = settle()
-        # Each worker's first page under the feed's proof asks Neutron once
-        # and keeps its answer, as nova_ext's nova-api has long done.
-        cloudload.phase(unsampled, url, layout.API_WORKERS, 2)
+        warm_rounds = warm(cloud, unsampled, url)
         latencies = []
         ends = time.monotonic() + seconds
         while time.monotonic() < ends:
@@ -158,20 +216,22 @@ def profile(cloud, target, url, seconds=30):
         for path in glob.glob(os.path.join(output, 'stacks-*.txt')):
             for name, n in parse(path).items():
                 counts[name] = counts.get(name, 0) + n
+        slow = slowest(glob.glob(os.path.join(output, 'requests-*.jsonl')))
     finally:
         if started:
             cloud.ps.stop(nova.PROFILED_API)
         shutil.rmtree(output, ignore_errors=True)
-    interval_ms = 5.0
     total = sum(counts.values()) or 1
     sent = len(latencies) or 1
     return {
         'settled': settled,
+        'warm_rounds': warm_rounds,
         'load': report.load_average(),
         'requests': len(latencies),
         'p50_ms': cloudload.percentile([x * 1000 for x in latencies], 0.5),
-        'sampled_ms_per_request': round(total * interval_ms / sent, 1),
+        'sampled_ms_per_request': round(total * INTERVAL_MS / sent, 1),
         'components': {
-            name: {'ms_per_request': round(n * interval_ms / sent, 1),
+            name: {'ms_per_request': round(n * INTERVAL_MS / sent, 1),
                    'share': round(n / total, 3)}
-            for name, n in sorted(counts.items(), key=lambda i: -i[1])}}
+            for name, n in sorted(counts.items(), key=lambda i: -i[1])},
+        'slowest': slow}

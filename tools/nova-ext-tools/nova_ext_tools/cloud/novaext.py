@@ -29,6 +29,8 @@ from nova_ext_tools.cloud import services
 #: of this cloud takes longer, and its tests need not wait 300 s for a
 #: worker's feed to prove anything.
 FEED_CALL_TIMEOUT = 10
+#: nova-api's workers publish their list counters at most this often.
+PUBLISH_SECONDS = 11
 
 #: [nova_ext_object_migrations]migrations, every one nova_ext has.
 MIGRATIONS = ('instance-compute-id,migration-dest-compute-id,'

@@ -17,13 +17,17 @@ it empty), which is where uwsgi runs the application. So this filter, in
 of the thread serving a request carrying ``X-Sample-Stacks: 1`` every
 ``interval`` seconds from a thread of its own, and appends the stacks it
 saw to ``<output>/stacks-<pid>.txt``, collapsed (outermost frame first,
-with a count: py-spy's raw format). The sampler takes the interpreter
-lock to look: what it reports is shares, not latency.
+with a count: py-spy's raw format), and the request's wall time with its
+own stacks, a JSON line, to ``<output>/requests-<pid>.jsonl``. The sampler
+takes the interpreter lock to look: what it reports is shares, not
+latency.
 """
 
+import json
 import os
 import sys
 import threading
+import time
 
 import webob.dec
 
@@ -71,6 +75,7 @@ class Sampler(object):
                     key = _frames(frame)
                     stacks[key] = stacks.get(key, 0) + 1
         sampler = threading.Thread(target=sample, daemon=True)
+        began = time.monotonic()
         sampler.start()
         try:
             return request.get_response(self.application)
@@ -80,6 +85,13 @@ class Sampler(object):
             path = os.path.join(self.output, 'stacks-%d.txt' % os.getpid())
             with open(path, 'a') as f:
                 f.writelines('%s %d\n' % item for item in stacks.items())
+            # And each request on its own, to tell the slowest apart.
+            path = os.path.join(self.output,
+                                'requests-%d.jsonl' % os.getpid())
+            with open(path, 'a') as f:
+                f.write(json.dumps({
+                    'ms': (time.monotonic() - began) * 1000,
+                    'stacks': stacks}) + '\n')
 
 
 def filter_factory(global_conf, output, interval='0.005', **local_conf):

@@ -171,6 +171,25 @@ class TestBreakdown(base.TestCase):
         self.assertEqual({'keystone token validation': 5,
                           'serialize the body': 5}, cloudprofile.parse(path))
 
+    def test_the_slowest_requests_apart(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'requests-1.jsonl')
+        auth = '%s;auth (keystonemiddleware/auth_token/__init__.py:1)' % (
+            self.REQUEST)
+        dumps = '%s;dumps (json/encoder.py:200)' % self.REQUEST
+        with open(path, 'w') as f:
+            for ms in range(10, 100, 10):
+                f.write(json.dumps({'ms': ms, 'stacks': {dumps: 2}}) + '\n')
+            f.write(json.dumps({'ms': 900, 'stacks': {
+                auth: 100, dumps: 4, 'poll (amqp/transport.py:632)': 7}}))
+        expected = {
+            'requests': 1, 'from_ms': 900, 'wall_ms_per_request': 900,
+            'components': {'keystone token validation': 500.0,
+                           'serialize the body': 20.0}}
+        self.assertEqual(expected, cloudprofile.slowest([path]))
+        self.assertEqual(2, cloudprofile.slowest([path], 0.2)['requests'])
+        self.assertIsNone(cloudprofile.slowest([]))
+
 
 class TestFloor(base.TestCase):
 

@@ -12,8 +12,13 @@
 
 """The request sampler's collapsed stacks."""
 
+import json
+import os
+import subprocess
 import sys
 import types
+
+import fixtures
 
 from nova_ext.tests.unit import base
 
@@ -40,3 +45,43 @@ class TestFrames(base.TestCase):
         self.assertEqual('TestFrames.test_a_frame_without_a_line '
                          '(test_cloud_sampler.py:0)',
                          stack[-1])
+
+
+#: Two requests through the sampler, one sampled, in a process of their
+#: own: the test runner's has eventlet's patches, under which the thread
+#: serving a request is a green one that sys._current_frames() lacks.
+_REQUESTS = """
+import sys, time
+import webob, webob.dec
+from nova_ext_tools.cloud import sampler
+
+@webob.dec.wsgify
+def app(request):
+    time.sleep(0.05)
+    return 'ok'
+filtered = sampler.filter_factory({}, sys.argv[1], '0.002')(app)
+for header in ({sampler.REQUEST_HEADER: '1'}, {}):
+    request = webob.Request.blank('/', headers=header)
+    assert request.get_response(filtered).body == b'ok'
+print(__import__('os').getpid())
+"""
+
+
+class TestSampler(base.TestCase):
+
+    def test_each_sampled_request_on_its_own(self):
+        output = self.useFixture(fixtures.TempDir()).path
+        pid = int(subprocess.check_output(
+            [sys.executable, '-c', _REQUESTS, output], text=True))
+        with open(os.path.join(output, 'stacks-%d.txt' % pid)) as f:
+            collapsed = f.read().splitlines()
+        with open(os.path.join(output, 'requests-%d.jsonl' % pid)) as f:
+            (line,) = f.read().splitlines()
+        sampled = json.loads(line)
+        self.assertGreaterEqual(sampled['ms'], 50)
+        self.assertTrue(sampled['stacks'])
+        self.assertTrue(all('app (<string>:' in s
+                            for s in sampled['stacks']))
+        self.assertEqual(
+            sorted('%s %d' % i for i in sampled['stacks'].items()),
+            sorted(collapsed))
