@@ -143,7 +143,11 @@ class Lease(object):
         except (db_exc.DBDuplicateEntry, sa.exc.IntegrityError):
             pass  # another thread of this process recorded it
         finally:
-            self._vouched(clean)
+            # Even without a vouch, a recording counts as one for the
+            # writes that wait (fence()): a reader whose last read came
+            # before it lists from the index for a window after that read,
+            # without knowing this holder.
+            self._vouched(True)
         with self._lock:
             if self._name == name:
                 self._recorded = url
@@ -259,10 +263,12 @@ class Lease(object):
         by this process's clock), or until ``recorded()``: from then on
         they see the changes' marks, or that this holder has not vouched.
         A beat under way, which may have found everything recorded before
-        these changes came, counts as the last vouch. Every write of a
-        holder that has not vouched since waits for the same moment, so
-        Nova is slowed once for each time the index cannot take its
-        changes.
+        these changes came, counts as the last vouch, and so does the
+        recording of this holder's row, vouching or not: a reader whose
+        last read came before it lists from the index for as long after
+        that read, unaware of this holder. Every write of a holder that
+        has not vouched since waits for the same moment, so Nova is slowed
+        once for each time the index cannot take its changes.
 
         A process whose row the index has not taken yet is unknown to the
         others, who cannot wait for it: its write waits as long from now,
@@ -276,11 +282,9 @@ class Lease(object):
         with self._beats:
             self._beats.wait_for(lambda: not self._vouching)
             end = self._vouch_end
-        if end is None and self.current(self.name):
-            # Recorded without a vouch, and none since: no other process
-            # serves lists by this holder.
-            return 0.0
-        deadline = (started if end is None else end) + window(self.conf)
+        if end is None or not self.current(self.name):
+            end = started
+        deadline = end + window(self.conf)
         while not recorded():
             left = deadline - time.monotonic()
             if left <= 0:

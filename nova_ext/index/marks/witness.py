@@ -27,7 +27,10 @@ table is read every quarter of ``holder_heartbeat_interval``
 two reads (a row recorded in between counts from 0) vouched after the
 first of them began. That vouch holds for :data:`holders.WINDOW`
 intervals from that first read on; the writer waits as long from its last
-vouch by its own clock. No host's clock is compared with another's.
+vouch by its own clock. A read holds as long: a holder recorded after the
+last read that began within the window is unknown here, and counts its
+recording as a vouch when its writes wait. No host's clock is compared
+with another's.
 
 The same reads keep this process's ``watch.Watch`` going, which
 releases the holds of holders dead for ``holder_timeout``: a dead holder
@@ -98,11 +101,20 @@ class Witness(object):
             self._last = (began, vouches)
         return rows
 
+    @property
+    def last_read(self):
+        """When the last successful read began (by ``clock``), or None."""
+        with self._lock:
+            return None if self._last is None else self._last[0]
+
     def silent(self, now=None, own=None):
         """The holders that did not vouch lately.
 
         A sorted list of names; None if this process has not read the
-        holders table yet.
+        holders table in the last window (its reads fail, or stall): a
+        holder recorded since may hold changes it could not record, and
+        its writes wait for the readers only as long
+        (``holders.Lease.fence``).
 
         :param own: this process's holder name, left out: what it has not
             recorded, it knows without a vouch (``process.held``).
@@ -110,7 +122,7 @@ class Witness(object):
         now = self.clock() if now is None else now
         oldest = now - holders.window(self.conf)
         with self._lock:
-            if self._last is None:
+            if self._last is None or self._last[0] < oldest:
                 return None
             return sorted(h for h in self._last[1] if h != own and
                           self._since.get(h, oldest - 1) < oldest)

@@ -83,11 +83,11 @@ def silent(holders, window):
     :param holders: the holders that have not vouched in the last
         ``window`` seconds (by this process's own reads,
         ``nova_ext.index.marks.witness``), or None if it has not read
-        them yet. A holder's heartbeat vouches only once it has recorded
-        every change it learned of.
+        them in the last ``window`` seconds. A holder's heartbeat vouches
+        only once it has recorded every change it learned of.
     """
     if holders is None:
-        return 'the holders of marks not read yet'
+        return 'the holders of marks not read in the last %.1f s' % window
     if holders:
         return ('%d holders of marks have not shown in %.1f s that they '
                 'recorded their changes (%s)' % (

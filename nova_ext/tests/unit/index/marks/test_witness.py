@@ -55,6 +55,7 @@ class TestWitness(index_base.IndexDBTestCase):
 
     def test_not_read_yet(self):
         self.assertIsNone(self.witness.silent())
+        self.assertIsNone(self.witness.last_read)
 
     def test_a_vouch_seen_between_two_reads_holds_from_the_first(self):
         self.read(1000.0)
@@ -91,6 +92,16 @@ class TestWitness(index_base.IndexDBTestCase):
         # From the read before it was seen: 1000.75.
         self.assertEqual(['a', 'b'], self.witness.silent(now=1002.75))
         self.assertEqual(['a', 'b', 'c'], self.witness.silent(now=1002.8))
+
+    def test_a_read_holds_as_long_as_a_vouch_seen_in_it(self):
+        self.read(1000.0)
+        self.vouch('a')
+        self.read(1000.25)
+        self.assertEqual([], self.witness.silent(now=1002.0))
+        self.assertEqual([], self.witness.silent(own='a', now=1002.25))
+        # No read since: a holder recorded after it is unknown here.
+        self.assertIsNone(self.witness.silent(own='a', now=1002.3))
+        self.assertEqual(1000.25, self.witness.last_read)
 
     def test_a_holder_there_at_the_first_read_waits_for_a_vouch(self):
         self.vouch('a')
@@ -134,12 +145,11 @@ class TestReading(index_base.IndexDBTestCase):
         # Read at once, on first use.
         self.assertEqual([lease.name], running.silent())
         deadline = time.monotonic() + 10
-        while running.silent():
+        while running.silent() != []:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.02)
         # And one that no longer vouches, soon after.
         lease.ready = lambda timeout: False
-        while not running.silent():
+        while running.silent() != [lease.name]:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.02)
-        self.assertEqual([lease.name], running.silent())
