@@ -52,6 +52,16 @@ def unrecorded():
     return len(held), max(0.0, time.time() - oldest)
 
 
+def silent(conf):
+    """The other holders of marks that have not vouched lately.
+
+    By this process's own reads (``nova_ext.index.marks.witness``): a
+    sorted list of names, or None if it has not read them lately.
+    """
+    own = holders.get_lease(conf).name
+    return witness.get_witness(conf).silent(own=own)
+
+
 class CellCheck(object):
     """A list request's check that every cell answers, made once.
 
@@ -220,10 +230,7 @@ class CatchUp(object):
         and the write that made it waits until this process can no
         longer take the holder's last vouch for recent (``witness``).
         """
-        own = holders.get_lease(self.conf).name
-        reason = rules.silent(
-            witness.get_witness(self.conf).silent(own=own),
-            holders.window(self.conf))
+        reason = rules.silent(silent(self.conf), holders.window(self.conf))
         if reason:
             raise base.Unservable(reason)
 

@@ -40,6 +40,7 @@ from nova_ext.index.apply import source
 from nova_ext.index import db
 from nova_ext.index import generation
 from nova_ext.index import ids
+from nova_ext.index.marks import holders
 from nova_ext.index import schema
 from nova_ext.index.upkeep import metrics
 from nova_ext.index.upkeep import migration
@@ -175,7 +176,9 @@ class IndexDriver(base.RowsDriver):
         metrics.publish(db.get_engine(self.conf), self.name, counts,
                         timeout=PUBLISH_WAIT,
                         unrecorded=count, unrecorded_lag=seconds,
-                        pages=None if pages is None else pages.counts())
+                        pages=None if pages is None else pages.counts(),
+                        silent=catch_up.silent(self.conf),
+                        window=holders.window(self.conf))
 
     def unrecorded_lag(self):
         return catch_up.unrecorded()[1]

@@ -45,10 +45,13 @@ _UNRECORDED = 'unrecorded'
 _REASONS = 'reasons'
 #: The key of the counts document that holds the page cache's lookups.
 _PAGES = 'pages'
+#: The key of the counts document that holds the holders not vouching.
+_SILENT = 'silent'
 
 
 def publish(engine, driver, counts, now=None, timeout=None,
-            unrecorded=None, unrecorded_lag=None, pages=None):
+            unrecorded=None, unrecorded_lag=None, pages=None,
+            silent=False, window=None):
     """Record this process's counters.
 
     :param timeout: seconds to wait for the index's write lock
@@ -57,6 +60,10 @@ def publish(engine, driver, counts, now=None, timeout=None,
     :param unrecorded_lag: the age of the oldest, in seconds.
     :param pages: the page cache's lookups by outcome, where it is on
         (``page_cache.PageCache.outcomes``).
+    :param silent: the other holders of marks that have not vouched in
+        the last ``window`` seconds by this process's reads, None if it
+        has not read them lately (``witness.Witness.silent``); False where
+        the process does not wait for them.
     """
     now = time.time() if now is None else now
     host, pid = socket.gethostname(), os.getpid()
@@ -66,6 +73,8 @@ def publish(engine, driver, counts, now=None, timeout=None,
         document[_UNRECORDED] = {'count': unrecorded, 'lag': unrecorded_lag}
     if pages is not None:
         document[_PAGES] = pages
+    if silent is not False:
+        document[_SILENT] = {'holders': silent, 'window': window}
     row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
            'counts': json.dumps(document, sort_keys=True)}
     with db.begin_write(engine, timeout) as conn:
@@ -84,7 +93,9 @@ def collect(engine):
     ``unrecorded_lag`` (None where the process did not publish them), its
     ``reasons``: ``{outcome: {reason kind: count}}`` of the lists it
     handed to Nova (``serving.Stats``), and its ``pages``: the page
-    cache's lookups by outcome, None where it is off.
+    cache's lookups by outcome, None where it is off, and its
+    ``silent``: ``{'holders': [name] or None, 'window': seconds}``, None
+    where the process did not publish it.
     """
     with engine.connect() as conn:
         rows = conn.execute(sa.select(COUNTERS).order_by(
@@ -95,8 +106,9 @@ def collect(engine):
             unrecorded = counts.pop(_UNRECORDED, None) or {}
             reasons = counts.pop(_REASONS, None) or {}
             pages = counts.pop(_PAGES, None)
+            silent = counts.pop(_SILENT, None)
             found.append(dict(row._mapping, counts=counts, reasons=reasons,
-                              pages=pages,
+                              pages=pages, silent=silent,
                               unrecorded=unrecorded.get('count'),
                               unrecorded_lag=unrecorded.get('lag')))
         return found

@@ -70,6 +70,7 @@ def collect(ctx, conf, now=None):
         for uuid in sorted(set(names) | set(counts))]
     report['api'] = [api_process(row, report['max_lag'], now)
                      for row in metrics.collect(engine)]
+    report['holders'] = _holders(engine)
     report['reconcile'] = _reconcile(engine)
     report['reconcile_interval'] = conf.nova_ext_index.reconcile_interval
     report['reasons'] = reasons(report)
@@ -84,15 +85,23 @@ def api_process(row, max_lag, now):
     ``current`` whether that is within :data:`REPORTED_WITHIN`.
     ``answers_from_nova`` is why it hands its lists to Nova for the changes
     it could not record, or None.
+
+    ``not_vouching`` is why it did for the holders of marks it had not
+    seen vouch lately (``rules.silent``), or None: shown, not judged. A
+    process sees every holder so for its first heartbeat interval and a
+    half, and its report may catch that moment and stand for a minute.
     """
     reported_ago = max(0.0, now - row['updated_at'])
     why = None
     if row['unrecorded'] is not None:
         why = (rules.unrecorded_lag(row['unrecorded_lag'], max_lag) or
                rules.unrecorded(row['unrecorded']))
+    silent = row.get('silent')
     return dict(row, reported_ago=reported_ago,
                 current=reported_ago <= REPORTED_WITHIN,
-                answers_from_nova=why)
+                answers_from_nova=why,
+                not_vouching=silent and rules.silent(silent['holders'],
+                                                     silent['window']))
 
 
 def reasons(report):
@@ -108,6 +117,22 @@ def reasons(report):
             found.append('nova-api on %s/%d answers from Nova: %s' % (
                 row['host'], row['pid'], row['answers_from_nova']))
     return found
+
+
+def _holders(engine):
+    """The processes that hold marks, as the holders table shows them.
+
+    None where the index is not upgraded yet (the revision line says so).
+    """
+    table = schema.HOLDERS
+    inspector = sa.inspect(engine)
+    if not inspector.has_table(table.name) or 'vouches' not in {
+            c['name'] for c in inspector.get_columns(table.name)}:
+        return None
+    with engine.connect() as conn:
+        return [dict(row._mapping) for row in conn.execute(sa.select(
+            table.c.holder, table.c.host, table.c.pid, table.c.beats,
+            table.c.vouches).order_by(table.c.host, table.c.pid))]
 
 
 def _reconcile(engine):
@@ -156,6 +181,10 @@ def lines(report):
         for outcome, kinds in sorted(row.get('reasons', {}).items()):
             for reason, count in sorted(kinds.items()):
                 yield '    %s %d: %s' % (outcome, count, reason)
+    for row in report.get('holders') or ():
+        yield 'holder %s: %s/%d, %d beats, %d vouches' % (
+            row['holder'], row['host'], row['pid'], row['beats'],
+            row['vouches'])
 
 
 def _api_line(row):
@@ -169,6 +198,8 @@ def _api_line(row):
             row['unrecorded'], row['unrecorded_lag'])
     elif row['unrecorded'] is not None:
         line += '; unrecorded 0'
+    if row.get('not_vouching'):
+        line += '; %s' % row['not_vouching']
     if row.get('pages') is not None:
         line += '; pages %s' % ', '.join(
             '%s %s' % (k, row['pages'][k]) for k in sorted(row['pages']))

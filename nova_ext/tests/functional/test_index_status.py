@@ -29,8 +29,10 @@ import sqlalchemy as sa
 
 from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
+from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
+from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import exporter
 from nova_ext.index.upkeep import status
 from nova_ext.instance_list import serving
@@ -188,3 +190,47 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
         self.assertEqual(({'served': 1}, last_reason),
                          self.list_servers(True))
         self.assertTold()
+
+    def test_another_holder_not_vouching(self):
+        # A holder of marks as another process has: recorded while it had
+        # changes it could not record, it beats without vouching.
+        vouching = [False]
+        other = holders.Lease(CONF)
+        self.addCleanup(other.stop)
+        other.ready = lambda timeout: vouching[0]
+        name = other.ensure(self.index.engine)
+        seen = witness.get_witness(CONF)
+        recorded = time.monotonic()
+        deadline = recorded + 30
+        while (seen.last_read or 0) < recorded:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        counted, last_reason = self.list_servers(False)
+        self.assertEqual({'unservable': 1}, counted)
+        said = ('1 holders of marks have not shown in 4.0 s that they '
+                'recorded their changes (%s)' % name)
+        self.assertEqual(said, last_reason)
+        # Shown beside the process's counters, not judged (a report may
+        # catch a process's first moments), and the holder's process
+        # found by its name.
+        self.assertTold()
+        (api,) = self.report['api']
+        self.assertEqual({'holders': [name], 'window': 4.0}, api['silent'])
+        self.assertEqual(said, api['not_vouching'])
+        self.assertIn((name, socket.gethostname(), os.getpid(), 0),
+                      [(h['holder'], h['host'], h['pid'], h['vouches'])
+                       for h in self.report['holders']])
+        code, out = self.manage('status')
+        self.assertIn('; %s' % said, out)
+        self.assertIn('holder %s: %s/%d, ' % (name, socket.gethostname(),
+                                              os.getpid()), out)
+        # Once it vouches, lists are the index's again.
+        vouching[0] = True
+        while seen.silent(own=holders.get_lease(CONF).name) != []:
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        self.assertEqual({'served': 1}, self.list_servers(True)[0])
+        self.assertTold()
+        (api,) = self.report['api']
+        self.assertEqual(({'holders': [], 'window': 4.0}, None),
+                         (api['silent'], api['not_vouching']))

@@ -47,11 +47,21 @@ class TestMetrics(index_base.IndexDBTestCase):
         self.assertEqual(({'served': 3}, pages), (row['counts'],
                                                   row['pages']))
 
+    def test_holders_not_vouching_beside_the_counters(self):
+        for silent in (['h2', 'h1'], [], None):
+            metrics.publish(self.engine, 'index', {'served': 3},
+                            silent=silent, window=4.0)
+            (row,) = metrics.collect(self.engine)
+            self.assertEqual(({'served': 3},
+                              {'holders': silent, 'window': 4.0}),
+                             (row['counts'], row['silent']))
+
     def test_a_report_without_unrecorded(self):
         metrics.publish(self.engine, 'index', {'served': 1}, now=100.0)
         (row,) = metrics.collect(self.engine)
         self.assertEqual(({'served': 1}, {}), (row['counts'], row['reasons']))
         self.assertIsNone(row['pages'])
+        self.assertIsNone(row['silent'])
         self.assertEqual((None, None),
                          (row['unrecorded'], row['unrecorded_lag']))
 

@@ -16,14 +16,14 @@ from nova_ext.tests.unit import base
 
 
 def _row(unrecorded, unrecorded_lag, updated_at=1000.0, host='api1',
-         pid=7, pages=None):
+         pid=7, pages=None, silent=None):
     return {'host': host, 'pid': pid, 'driver': 'index',
             'started_at': 0.0, 'updated_at': updated_at,
             'counts': {'served': 5, 'unservable': 1, 'last_reason': 'x'},
             'reasons': {'unservable': {'marker N is not in the index '
                                        'yet': 1}},
             'unrecorded': unrecorded, 'unrecorded_lag': unrecorded_lag,
-            'pages': pages}
+            'pages': pages, 'silent': silent}
 
 
 def _report(pending=0, revision='h', api=(), max_lag=10.0):
@@ -68,6 +68,31 @@ class TestVerdict(base.TestCase):
              '12.0 s (max_lag 10.0 s)',
              'nova-api on api1/8 answers from Nova: 1 captured changes not '
              'recorded in the index yet'], report['reasons'])
+
+    def test_holders_a_process_waits_for(self):
+        report = _report(api=[
+            _row(0, 0.0, silent={'holders': ['h1', 'h2'], 'window': 4.0}),
+            _row(0, 0.0, pid=8, silent={'holders': None, 'window': 4.0}),
+            _row(0, 0.0, pid=9, silent={'holders': [], 'window': 4.0}),
+            _row(0, 0.0, pid=10)])
+        # Shown, not judged: a report may catch a process's first
+        # moments, when no holder has vouched yet in its eyes.
+        self.assertEqual([], report['reasons'])
+        self.assertEqual(
+            ['2 holders of marks have not shown in 4.0 s that they '
+             'recorded their changes (h1, h2)',
+             'the holders of marks not read in the last 4.0 s', None, None],
+            [r['not_vouching'] for r in report['api']])
+        report['holders'] = [{'holder': 'h1', 'host': 'c1', 'pid': 3,
+                              'beats': 9, 'vouches': 4}]
+        lines = list(status.lines(report))
+        self.assertIn('nova-api api1/7 (index, reported 10 s ago): served '
+                      '5, unservable 1; unrecorded 0; 2 holders of marks '
+                      'have not shown in 4.0 s that they recorded their '
+                      'changes (h1, h2)', lines)
+        self.assertIn('nova-api api1/9 (index, reported 10 s ago): served '
+                      '5, unservable 1; unrecorded 0', lines)
+        self.assertEqual('holder h1: c1/3, 9 beats, 4 vouches', lines[-1])
 
     def test_old_reports_do_not_decide(self):
         old = 1010.0 - status.REPORTED_WITHIN - 1
