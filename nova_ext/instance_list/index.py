@@ -177,8 +177,8 @@ class IndexDriver(base.RowsDriver):
                         timeout=PUBLISH_WAIT,
                         unrecorded=count, unrecorded_lag=seconds,
                         pages=None if pages is None else pages.counts(),
-                        silent=catch_up.silent(self.conf),
-                        window=holders.window(self.conf))
+                        silent={'holders': catch_up.silent(self.conf),
+                                'window': holders.window(self.conf)})
 
     def unrecorded_lag(self):
         return catch_up.unrecorded()[1]

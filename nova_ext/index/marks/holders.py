@@ -282,7 +282,8 @@ class Lease(object):
         with self._beats:
             self._beats.wait_for(lambda: not self._vouching)
             end = self._vouch_end
-        if end is None or not self.current(self.name):
+        if not self.current(self.name):
+            # Unknown to the others (its row not recorded): from now.
             end = started
         deadline = end + window(self.conf)
         while not recorded():

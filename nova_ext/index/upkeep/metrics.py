@@ -50,8 +50,7 @@ _SILENT = 'silent'
 
 
 def publish(engine, driver, counts, now=None, timeout=None,
-            unrecorded=None, unrecorded_lag=None, pages=None,
-            silent=False, window=None):
+            unrecorded=None, unrecorded_lag=None, pages=None, silent=None):
     """Record this process's counters.
 
     :param timeout: seconds to wait for the index's write lock
@@ -60,10 +59,10 @@ def publish(engine, driver, counts, now=None, timeout=None,
     :param unrecorded_lag: the age of the oldest, in seconds.
     :param pages: the page cache's lookups by outcome, where it is on
         (``page_cache.PageCache.outcomes``).
-    :param silent: the other holders of marks that have not vouched in
-        the last ``window`` seconds by this process's reads, None if it
-        has not read them lately (``witness.Witness.silent``); False where
-        the process does not wait for them.
+    :param silent: ``{'holders': names, 'window': seconds}``: the other
+        holders of marks that have not vouched in the last ``window``
+        seconds by this process's reads, None for names if it has not
+        read them lately (``witness.Witness.silent``).
     """
     now = time.time() if now is None else now
     host, pid = socket.gethostname(), os.getpid()
@@ -73,8 +72,8 @@ def publish(engine, driver, counts, now=None, timeout=None,
         document[_UNRECORDED] = {'count': unrecorded, 'lag': unrecorded_lag}
     if pages is not None:
         document[_PAGES] = pages
-    if silent is not False:
-        document[_SILENT] = {'holders': silent, 'window': window}
+    if silent is not None:
+        document[_SILENT] = silent
     row = {'driver': driver, 'updated_at': now, 'started_at': _STARTED,
            'counts': json.dumps(document, sort_keys=True)}
     with db.begin_write(engine, timeout) as conn:

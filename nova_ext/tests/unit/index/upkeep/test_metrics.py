@@ -50,7 +50,7 @@ class TestMetrics(index_base.IndexDBTestCase):
     def test_holders_not_vouching_beside_the_counters(self):
         for silent in (['h2', 'h1'], [], None):
             metrics.publish(self.engine, 'index', {'served': 3},
-                            silent=silent, window=4.0)
+                            silent={'holders': silent, 'window': 4.0})
             (row,) = metrics.collect(self.engine)
             self.assertEqual(({'served': 3},
                               {'holders': silent, 'window': 4.0}),
