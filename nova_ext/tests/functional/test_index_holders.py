@@ -41,7 +41,7 @@ from nova_ext.tests.functional import test_capture_process
 from nova_ext.tests.functional import test_index_parity
 
 #: Seconds between two heartbeats, of the holder and of this process.
-HEARTBEAT = 1.0
+HEARTBEAT = 2.0
 
 # test_capture_process's nova.conf, with this heartbeat.
 NOVA_CONF = (test_capture_process.NOVA_CONF +
@@ -56,10 +56,10 @@ class TestDeadHolder(test_index_parity.IndexTestCase):
 
     def setUp(self):
         super().setUp()
-        # Beats a second apart: a reader counts a holder silent once it
-        # has not seen a vouch for two intervals, and a loaded machine
+        # Beats two seconds apart: a reader counts a holder silent once
+        # it has not seen a vouch for two intervals, and a loaded machine
         # (CI runs the deployment tests beside these) delays a beat, or
-        # this process's reading of it, by more than half a second.
+        # this process's reading of it, by more than a second.
         self.flags(catch_up_limit=len(HELD) - 1, holder_timeout=self.TIMEOUT,
                    holder_heartbeat_interval=HEARTBEAT,
                    group='nova_ext_index')
