@@ -28,7 +28,6 @@ from nova_ext.index import generation
 from nova_ext.index.marks import holders
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
-from nova_ext.index.marks import sequence
 from nova_ext.index.marks import watch
 from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import rules
@@ -175,19 +174,20 @@ class CatchUp(object):
             # wait Nova's longer timeout for a cell that hangs, and before
             # waiting for another's turn that may be reading it.
             check.make()
-        with turn.taken(engine, self.conf.nova_ext_index.query_timeout):
+        with turn.held(engine,
+                       self.conf.nova_ext_index.query_timeout) as held:
             # Another thread or process may have applied them meanwhile.
-            taken = pending.take(engine, limit + 1)
+            # And those another read since this request looked (its turn,
+            # that this one waited for): their reads saw every change this
+            # request must show. A held mark stays after its read, and
+            # would be read again by every request.
+            with held.reading() as conn:
+                taken, fresh = pending.look(conn, limit + 1, ticket)
             if not taken:
                 return None
             too_many = rules.pending(len(taken), limit, at_least=True)
             if too_many:
                 raise base.Unservable(too_many)
-            # Those another thread or process read since this request
-            # looked (its turn, that this one waited for): their reads saw
-            # every change this request must show. A held mark stays after
-            # its read, and would be read again by every request.
-            fresh = sequence.read_after(engine, taken, ticket)
             taken = {u: seq for u, seq in taken.items() if u not in fresh}
             if not taken:
                 return None

@@ -84,7 +84,7 @@ def refresh(ctx, conf, uuids, rewrite=False, answered=None):
     ctx = ctx.elevated(read_deleted='yes')
     # Taken before anything is read, the instance mappings included: see
     # nova_ext.index.marks.sequence.
-    ticket = sequence.ticket(engine)
+    ticket = sequence.take(engine)
     mapped, unsure = locate(ctx, uuids)
     failed.extend(unsure)
     by_cell = _by_cell(mapped)
@@ -360,9 +360,11 @@ def process_pending(ctx, conf, limit=None, skip=None, done=None):
     """
     engine = db.get_engine(conf)
     watch.get_watch(conf).settle(engine)
-    with turn.taken(engine, conf.nova_ext_index.query_timeout):
-        taken = pending.take(engine, limit or conf.nova_ext_index.batch_size,
-                             skip=set(skip or ()) | set(done or ()))
+    with turn.held(engine, conf.nova_ext_index.query_timeout) as held:
+        with held.reading() as conn:
+            taken = pending.take_on(
+                conn, limit or conf.nova_ext_index.batch_size,
+                skip=set(skip or ()) | set(done or ()))
         if not taken:
             return 0
         failed = apply_marks(ctx, conf, taken)

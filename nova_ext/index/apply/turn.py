@@ -69,6 +69,32 @@ def _local(engine):
         return _LOCAL.setdefault(key, threading.Lock())
 
 
+class Held(object):
+    """A turn asked for: whether it was had, and where to read under it."""
+
+    def __init__(self, engine, had, conn=None):
+        self.engine = engine
+        #: Whether this thread holds the turn.
+        self.had = had
+        self._conn = conn
+
+    @contextlib.contextmanager
+    def reading(self):
+        """A connection to read the index on while the turn is held.
+
+        The turn's own where it has one (MySQL, PostgreSQL): a checkout
+        of the pool costs two round trips more (its ping, the rollback
+        that returns it), taken while the others wait for the turn. It is
+        read in the turn's transaction, which is not to be ended: only
+        reads.
+        """
+        if self._conn is not None:
+            yield self._conn
+            return
+        with self.engine.connect() as conn:
+            yield conn
+
+
 @contextlib.contextmanager
 def taken(engine, wait):
     """``with taken(engine, wait) as had``: the turn, if had in time.
@@ -78,33 +104,40 @@ def taken(engine, wait):
         for ``wait`` or the database could not give it. Either way the
         caller applies what it finds pending.
     """
+    with held(engine, wait) as turn:
+        yield turn.had
+
+
+@contextlib.contextmanager
+def held(engine, wait):
+    """``with held(engine, wait) as turn``: :func:`taken`'s :class:`Held`."""
     # Threads of one process wait here: a MySQL lock excludes them as
     # well, but SQLite's lock file is the process's own (fcntl).
     start = time.monotonic()
     local = _local(engine)
     if not local.acquire(timeout=max(0.0, wait)):
-        yield False
+        yield Held(engine, False)
         return
     try:
         left = max(0.0, wait - (time.monotonic() - start))
         dialect = engine.dialect.name
         if dialect == 'mysql':
-            held = _mysql(engine, left)
+            turn = _mysql(engine, left)
         elif dialect == 'postgresql':
-            held = _postgresql(engine, left)
+            turn = _postgresql(engine, left)
         elif dialect == 'sqlite':
-            held = _sqlite(engine, left)
+            turn = _sqlite(engine, left)
         else:
-            held = _nothing()
-        with held as had:
-            yield had
+            turn = _nothing()
+        with turn as (had, conn):
+            yield Held(engine, had, conn)
     finally:
         local.release()
 
 
 @contextlib.contextmanager
 def _nothing():
-    yield False
+    yield False, None
 
 
 def _not_given(engine, error):
@@ -127,22 +160,23 @@ def mysql_name(database):
 
 @contextlib.contextmanager
 def _on_connection(engine, acquire, release):
-    """The turn, held on a connection of its own.
+    """The turn, held on a connection of its own: ``(had, connection)``.
 
     ``acquire(conn)`` says whether it was had; ``release(conn)`` ends it.
+    The connection is given only while the turn is had.
     """
     try:
         conn = engine.connect()
     except Exception as e:
         _not_given(engine, e)
-        yield False
+        yield False, None
         return
     try:
         if not acquire(conn):
-            yield False
+            yield False, None
             return
         try:
-            yield True
+            yield True, conn
         finally:
             release(conn)
     finally:
@@ -204,7 +238,7 @@ def _sqlite(engine, wait):
     path = sqlite.path_of(str(engine.url))
     if path is None:
         # In memory: the database is this process's alone.
-        yield False
+        yield False, None
         return
     lock = lockutils.InterProcessLock(path + '-turn')
     try:
@@ -212,12 +246,12 @@ def _sqlite(engine, wait):
                            max_delay=FILE_POLL)
     except Exception as e:
         _not_given(engine, e)
-        yield False
+        yield False, None
         return
     if not got:
-        yield False
+        yield False, None
         return
     try:
-        yield True
+        yield True, None
     finally:
         lock.release()

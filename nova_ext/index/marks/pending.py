@@ -221,22 +221,53 @@ def take(engine, limit, skip=()):
     :param skip: uuids not to take: marks that failed a moment ago, which
         must not hold back the newer ones behind them.
     """
+    with engine.connect() as conn:
+        return take_on(conn, limit, skip)
+
+
+def take_on(conn, limit, skip=()):
+    """:func:`take`, read on ``conn`` (the turn's), in its transaction."""
     skip = frozenset(skip)
     taken = {}
-    with engine.connect() as conn:
-        # Skipped here rather than with NOT IN: a cell down for long can
-        # fail more marks than a statement takes parameters. At most
-        # len(skip) rows more than taken are read.
-        c = schema.PENDING.c
-        rows = conn.execute(sa.select(c.uuid, c.seq)
-                            .order_by(c.first_event_at)
-                            .limit(limit + len(skip)))
-        for row in rows:
-            if row.uuid not in skip:
-                taken[row.uuid] = row.seq
-                if len(taken) == limit:
-                    break
+    # Skipped here rather than with NOT IN: a cell down for long can fail
+    # more marks than a statement takes parameters. At most len(skip) rows
+    # more than taken are read.
+    c = schema.PENDING.c
+    rows = conn.execute(sa.select(c.uuid, c.seq)
+                        .order_by(c.first_event_at)
+                        .limit(limit + len(skip)))
+    for row in rows:
+        if row.uuid not in skip:
+            taken[row.uuid] = row.seq
+            if len(taken) == limit:
+                break
     return taken
+
+
+def look(conn, limit, ticket):
+    """:func:`take_on`, and which of those the index read after ``ticket``.
+
+    One statement where ``take`` and ``sequence.read_after`` are two: a
+    list request that waited for the turn makes it while the others wait
+    behind it.
+
+    :returns: ``(taken, fresh)``: ``taken`` as :func:`take` gives it,
+        ``fresh`` the set of its uuids the index holds from a read whose
+        ticket is higher than ``ticket`` (``sequence.read_after``).
+    """
+    p, i = schema.PENDING.c, schema.INSTANCES.c
+    rows = conn.execute(
+        sa.select(p.uuid, p.seq, i.ticket)
+        .select_from(schema.PENDING.outerjoin(schema.INSTANCES,
+                                              i.uuid == p.uuid))
+        .order_by(p.first_event_at)
+        .limit(limit))
+    taken, fresh = {}, set()
+    for uuid, seq, read_ticket in rows:
+        taken[uuid] = seq
+        if read_ticket is not None and read_ticket > ticket:
+            fresh.add(uuid)
+    return taken, fresh
 
 
 def unmark(engine, taken):

@@ -19,10 +19,10 @@ own database instead:
 - every mark of a change (``pending.mark``), recorded once the change is
   committed in its cell or while its transaction holds the mark, takes
   the next number;
-- every read of a cell first takes the sequence's *current* number, the
-  highest number committed, as its ticket.
+- every read of a cell first takes a number of its own, the next one,
+  committed before it reads, as its ticket (:func:`take`).
 
-A read whose ticket is at least the number of a mark began after that
+A read whose ticket is higher than the number of a mark began after that
 mark was taken, so after the change it marks was committed (or it was
 held, and then its release takes a higher number): that read sees the
 change. The index keeps, for each instance, the read with the highest
@@ -30,9 +30,14 @@ ticket (``writer``), and the reader of a mark removes it only if it was
 not renewed since it was taken (``pending.unmark``, by number): whatever
 the clocks say, the last read written is one that saw every change
 marked before it, and a change after it leaves a mark for another read.
-And a list that looked at the sequence before it catches up need not read
-again an instance the index holds from a read with a higher ticket
-(:func:`read_after`): that read began after the list looked.
+And a list that looked at the sequence (:func:`current`, the highest
+number committed) before it catches up need not read again an instance
+the index holds from a read with a higher ticket (:func:`read_after`):
+that number was not committed when the list looked, and the read began
+after it was. A read's number is its own rather than the current one so
+that the lists that looked while it waited for its turn find it higher
+than theirs: with the current number, taken with no mark between, they
+had the same, and each read the instance again after it.
 
 On Galera, numbers follow the order in which one node gives them: write
 to one node, as OpenStack deployments do.
@@ -40,6 +45,7 @@ to one node, as OpenStack deployments do.
 
 import sqlalchemy as sa
 
+from nova_ext.index import db
 from nova_ext.index import schema
 
 
@@ -63,9 +69,14 @@ def current(conn):
 
 
 def ticket(engine):
-    """:func:`current`, on a connection of its own, for a read to come."""
+    """:func:`current`, on a connection of its own."""
     with engine.connect() as conn:
         return current(conn)
+
+
+def take(engine):
+    """A read's ticket: the next number, committed before it reads."""
+    return db.write(engine, next_number)
 
 
 def read_after(engine, uuids, ticket):

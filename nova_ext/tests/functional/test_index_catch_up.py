@@ -18,6 +18,7 @@ the index.
 """
 
 import contextlib
+import threading
 
 import fixtures
 from nova import context as nova_context
@@ -25,10 +26,11 @@ from nova import context as nova_context
 from nova_ext import conf as ext_conf
 from nova_ext.index.apply import refresh
 from nova_ext.index.apply import turn
-from nova_ext.index import db
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
 from nova_ext.index.marks import sequence
+from nova_ext.seams import api as api_entry_point
+from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import test_index_capture as capture
 
 
@@ -50,33 +52,36 @@ class TestCatchUpReadsOnce(capture._CaptureBase):
     def marks(self):
         return pending.take(self.index.engine, 10)
 
-    def another_reads_first(self, number):
+    def another_reads_first(self, own_number):
         """Have another process read the marks before this one's turn.
 
-        After the request looked at the sequence and before its turn: if
-        ``number``, a number is taken first (another write's mark), so
-        that the other's read has a higher ticket than the request's.
+        After the request looked at the sequence and before its turn. The
+        other's read takes a number of its own (``own_number``), as every
+        read does; or it has the number current when the request looked,
+        as a read whose number was taken before would.
         """
-        real, other = turn.taken, []
+        real, other = turn.held, []
 
         @contextlib.contextmanager
-        def taken(engine, wait):
+        def held(engine, wait):
             if not other:
-                if number:
-                    db.write(engine, sequence.next_number)
-                other.append(refresh.apply_marks.side_effect(
-                    nova_context.get_admin_context(), ext_conf.CONF,
-                    self.marks()))
-            with real(engine, wait) as had:
-                yield had
+                with contextlib.ExitStack() as stack:
+                    if not own_number:
+                        stack.enter_context(fixtures.MockPatchObject(
+                            sequence, 'take', side_effect=sequence.ticket))
+                    other.append(refresh.apply_marks.side_effect(
+                        nova_context.get_admin_context(), ext_conf.CONF,
+                        self.marks()))
+            with real(engine, wait) as turn_held:
+                yield turn_held
         self.useFixture(fixtures.MockPatchObject(
-            turn, 'taken', side_effect=taken))
+            turn, 'held', side_effect=held))
         return other
 
     def test_a_request_skips_what_another_read_after_it_looked(self):
         self.api.put_server(self.server, {'server': {'name': 'renamed'}})
         self.assertEqual([self.server], list(self.marks()))
-        other = self.another_reads_first(number=True)
+        other = self.another_reads_first(own_number=True)
         self.assertSameAnswer(self.api, 'servers/detail?name=renamed',
                               served=True)
         self.assertEqual([set()], other)
@@ -89,12 +94,60 @@ class TestCatchUpReadsOnce(capture._CaptureBase):
         self.assertListsNow(('', 'name=renamed'))
         self.assertEqual({}, self.marks())
 
-    def test_a_read_with_the_same_ticket_is_read_again(self):
-        # No number was taken between the request's look and the other's
-        # read: that read may have begun before the request looked, and
-        # before a commit the request must show.
+    def test_requests_that_waited_for_a_read_skip_it(self):
+        # Four lists look while the mark is held, before any of them has
+        # the turn: the first to have it reads the server, and its read's
+        # ticket, a number of its own, is higher than the three others'.
         self.api.put_server(self.server, {'server': {'name': 'renamed'}})
-        other = self.another_reads_first(number=False)
+        self.assertEqual([self.server], list(self.marks()))
+        looked = threading.Barrier(4, timeout=60)
+        # The harness calls nova-api in the thread of the request's client.
+        ours = threading.local()
+        real = turn.held
+
+        @contextlib.contextmanager
+        def held(engine, wait):
+            if getattr(ours, 'list', False):
+                looked.wait()
+            with real(engine, wait) as turn_held:
+                yield turn_held
+        self.useFixture(fixtures.MockPatchObject(
+            turn, 'held', side_effect=held))
+        uri = 'servers/detail?name=renamed'
+        before = self.selector.stats.snapshot()
+        got, errors = [], []
+
+        def list_servers():
+            ours.list = True
+            try:
+                got.append(answers.get(self._get, self.api, uri))
+            except Exception as e:
+                errors.append(e)
+        threads = [threading.Thread(target=list_servers) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        self.assertEqual([], errors)
+        self.assertEqual(4, len(got))
+        self.assertEqual(before['served'] + 4,
+                         self.selector.stats.snapshot()['served'])
+        self.assertEqual(1, self.reads.call_count)
+        # Nothing changed since: Nova's answer now is theirs.
+        with api_entry_point.stock_instance_list():
+            want = answers.get(self._get, self.api, uri)
+        self.assertEqual(['renamed'],
+                         [s['name'] for s in want.json()['servers']])
+        for answer in got:
+            want_now, got_now = answers.same_moment(want, answer)
+            self.assertEqual(want_now, got_now)
+
+    def test_a_read_with_the_same_ticket_is_read_again(self):
+        # The other's read has the ticket the request read: it may have
+        # begun before the request looked, and before a commit the request
+        # must show.
+        self.api.put_server(self.server, {'server': {'name': 'renamed'}})
+        other = self.another_reads_first(own_number=False)
         self.assertSameAnswer(self.api, 'servers/detail?name=renamed',
                               served=True)
         self.assertEqual([set()], other)

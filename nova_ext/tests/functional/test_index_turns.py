@@ -18,8 +18,10 @@ applies the marks on its own.
 
 from oslo_config import fixture as config_fixture
 from oslotest import base as oslotest_base
+import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext.index.apply import turn
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
 from nova_ext.tests.unit.index.apply import test_turn
@@ -50,6 +52,13 @@ class _Turns(sqlserver.OnServer, test_turn.TurnTests):
         self.assertTrue(test_turn.had(self.engine, 1.0) or
                         test_turn.had(self.engine, 1.0))
 
+    def test_it_is_read_under_on_its_own_connection(self):
+        # No checkout of the pool while the others wait.
+        with turn.held(self.engine, 5.0) as held:
+            self.assertTrue(held.had)
+            with held.reading() as conn:
+                self.assertTrue(self.holds_it(conn))
+
     def test_one_index_s_turn_leaves_another_s_free(self):
         # MySQL's lock names are the server's, not the database's.
         test_turn.OtherProcess(self, self.url())
@@ -62,6 +71,16 @@ class _Turns(sqlserver.OnServer, test_turn.TurnTests):
 class TestTurnsOnMariaDB(_Turns, oslotest_base.BaseTestCase):
     SERVER = sqlserver.MariaDB
 
+    def holds_it(self, conn):
+        return conn.execute(
+            sa.text('SELECT IS_USED_LOCK(:name) = CONNECTION_ID()'),
+            {'name': turn.mysql_name(self.engine.url.database)}).scalar()
+
 
 class TestTurnsOnPostgreSQL(_Turns, oslotest_base.BaseTestCase):
     SERVER = sqlserver.PostgreSQL
+
+    def holds_it(self, conn):
+        return 1 == conn.execute(sa.text(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+            "AND granted AND pid = pg_backend_pid()")).scalar()

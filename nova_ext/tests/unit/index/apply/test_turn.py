@@ -72,6 +72,21 @@ def had(engine, wait):
         return had
 
 
+def other_process_had(url, wait):
+    """Whether another process has the turn at ``url`` within ``wait``."""
+    proc = subprocess.Popen([sys.executable, '-c', _HOLD, url, str(wait)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        answer = proc.stdout.readline().strip()
+        proc.communicate('\n', timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    return answer == 'had'
+
+
 class TurnTests(object):
     """Those of every backend; ``self.engine`` is the index's."""
 
@@ -100,6 +115,34 @@ class TurnTests(object):
         other.release()
         waiter.join(30)
         self.assertEqual([True], done)
+
+    def test_a_read_under_it_sees_what_the_last_holder_committed(self):
+        other = OtherProcess(self, self.url())
+        seen = []
+
+        def wait_and_read():
+            with turn.held(self.engine, 30.0) as held:
+                with held.reading() as conn:
+                    seen.append((held.had, pending.take_on(conn, 10)))
+        waiter = threading.Thread(target=wait_and_read)
+        waiter.start()
+        waiter.join(0.5)
+        self.assertEqual([], seen)
+        # Committed while the other holds the turn and this one waits.
+        pending.mark(self.engine, [('u1', 1.0)])
+        marks = pending.take(self.engine, 10)
+        self.assertEqual(['u1'], list(marks))
+        other.release()
+        waiter.join(30)
+        self.assertEqual([(True, marks)], seen)
+
+    def test_reading_under_it_keeps_it(self):
+        with turn.held(self.engine, 5.0) as held:
+            self.assertTrue(held.had)
+            with held.reading() as conn:
+                self.assertEqual({}, pending.take_on(conn, 10))
+            self.assertFalse(other_process_had(self.url(), 0.2))
+        self.assertTrue(other_process_had(self.url(), 5.0))
 
     def test_threads_of_one_process_take_turns(self):
         holding, release = threading.Event(), threading.Event()

@@ -45,6 +45,29 @@ class TestPending(index_base.IndexDBTestCase):
         self.assertEqual({'a': 11.0}, self.lasts())
         self.assertEqual(1, pending.count(self.engine))
 
+    def _read(self, uuid, source_id, ticket):
+        """The index's row of ``uuid``, from a read with ``ticket``."""
+        writer.apply(self.engine, index_base.cell_read(
+            index_base.Cell('cell-1', 3), 1.0, index_base.instance_row(
+                uuid, source_id, index_base.T0, uuid), ticket=ticket),
+            [uuid])
+
+    def test_look_tells_the_marks_read_after_a_ticket(self):
+        pending.mark(self.engine, [('a', 10.0), ('b', 11.0), ('c', 12.0)])
+        taken = pending.take(self.engine, 10)
+        self._read('a', 1, 7)
+        self._read('b', 2, 5)
+        with self.engine.connect() as conn:
+            self.assertEqual((taken, {'a'}), pending.look(conn, 10, 5))
+            self.assertEqual((taken, set()), pending.look(conn, 10, 7))
+            # The oldest marks first, as take gives them.
+            self.assertEqual(({'a': taken['a'], 'b': taken['b']}, {'a'}),
+                             pending.look(conn, 2, 6))
+            self.assertEqual(({}, set()), pending.look(conn, 0, 0))
+            # As the two statements it stands for.
+            self.assertEqual(sequence.read_after(self.engine, taken, 5),
+                             pending.look(conn, 10, 5)[1])
+
     def test_unmark_runs_again_after_a_deadlock(self):
         # MariaDB picks it as a deadlock's victim once: a lost race, not a
         # failure of the worker.

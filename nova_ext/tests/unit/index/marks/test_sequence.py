@@ -29,6 +29,18 @@ class TestSequence(index_base.IndexDBTestCase):
         self.assertLess(first, second)
         self.assertEqual(second, sequence.ticket(self.engine))
 
+    def test_a_read_s_ticket_is_its_own_and_committed(self):
+        # What every list that looked before it read is lower, though no
+        # mark was recorded between.
+        looked = sequence.ticket(self.engine)
+        first = sequence.take(self.engine)
+        self.assertGreater(first, looked)
+        self.assertEqual(first, sequence.ticket(self.engine))
+        second = sequence.take(self.engine)
+        self.assertGreater(second, first)
+        # A ticket marks nothing.
+        self.assertEqual({}, pending.take(self.engine, 10))
+
     def test_a_number_not_committed_is_no_ticket(self):
         with db.begin_write(self.engine) as conn:
             sequence.next_number(conn)
