@@ -206,7 +206,7 @@ def settled(engine):
     The ticket is the index's sequence number then, as a read's
     (``nova_ext.index.marks.sequence``): an instance the index holds from
     a read with a higher ticket was read after this statement
-    (``sequence.read_after``).
+    (``pending.look``).
     """
     with engine.connect() as conn:
         waiting, now, token, ticket = conn.execute(_SETTLED).one()

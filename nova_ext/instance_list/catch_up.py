@@ -120,7 +120,7 @@ class CatchUp(object):
     One thread of one process at a time applies the marks (``turn``); the
     others wait for it, up to ``query_timeout``, and find nothing left, or
     only marks of instances read since they looked
-    (``sequence.read_after``).
+    (``pending.look``).
     """
 
     def __init__(self, conf):

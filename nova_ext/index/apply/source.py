@@ -84,7 +84,7 @@ def read(cctxt, cell_mapping, uuids, ticket):
 
     :param cctxt: a context targeted at ``cell_mapping``.
     :param ticket: the index's sequence number, taken before this read
-        (``nova_ext.index.marks.sequence.ticket``): the specs too are read
+        (``nova_ext.index.marks.sequence.take``): the specs too are read
         after it was taken, so they hold every change it covers.
     """
     uuids = list(uuids)

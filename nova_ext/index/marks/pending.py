@@ -247,13 +247,12 @@ def take_on(conn, limit, skip=()):
 def look(conn, limit, ticket):
     """:func:`take_on`, and which of those the index read after ``ticket``.
 
-    One statement where ``take`` and ``sequence.read_after`` are two: a
-    list request that waited for the turn makes it while the others wait
-    behind it.
+    One statement: a list request that waited for the turn makes it while
+    the others wait behind it.
 
     :returns: ``(taken, fresh)``: ``taken`` as :func:`take` gives it,
         ``fresh`` the set of its uuids the index holds from a read whose
-        ticket is higher than ``ticket`` (``sequence.read_after``).
+        ticket is higher than ``ticket`` (``nova_ext.index.marks.sequence``).
     """
     p, i = schema.PENDING.c, schema.INSTANCES.c
     rows = conn.execute(

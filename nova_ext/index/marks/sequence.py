@@ -32,7 +32,7 @@ the clocks say, the last read written is one that saw every change
 marked before it, and a change after it leaves a mark for another read.
 And a list that looked at the sequence (:func:`current`, the highest
 number committed) before it catches up need not read again an instance
-the index holds from a read with a higher ticket (:func:`read_after`):
+the index holds from a read with a higher ticket (``pending.look``):
 that number was not committed when the list looked, and the read began
 after it was. A read's number is its own rather than the current one so
 that the lists that looked while it waited for its turn find it higher
@@ -52,9 +52,6 @@ from nova_ext.index import schema
 #: The statement that takes a number on SQLite, outside any transaction
 #: (``pending._mark_sqlite``).
 SQLITE_NEXT = 'INSERT INTO nova_ext_index_sequence DEFAULT VALUES'
-
-#: Uuids per statement of :func:`read_after`.
-_SLICE = 500
 
 
 def next_number(conn):
@@ -77,27 +74,6 @@ def ticket(engine):
 def take(engine):
     """A read's ticket: the next number, committed before it reads."""
     return db.write(engine, next_number)
-
-
-def read_after(engine, uuids, ticket):
-    """Of ``uuids``, those the index holds from a read after ``ticket``.
-
-    A read's ticket is the highest number committed when it began, and
-    ``ticket`` was the highest when its caller looked: a higher one was
-    committed after that, so the read began after, and saw every change
-    committed before the caller looked.
-    """
-    found = set()
-    uuids = sorted(uuids)
-    c = schema.INSTANCES.c
-    with engine.connect() as conn:
-        # A statement per slice: a catch-up takes more marks than some
-        # databases take parameters in one.
-        for at in range(0, len(uuids), _SLICE):
-            found.update(conn.execute(sa.select(c.uuid).where(
-                c.uuid.in_(uuids[at:at + _SLICE]),
-                c.ticket > ticket)).scalars())
-    return found
 
 
 def prune(conn):

@@ -108,7 +108,7 @@ def sync_cell(ctx, conf, cell, restart=False, since=None, progress=None):
             uuids = [u for u, _deleted, _at in found if u not in skipped]
             outcome = writer.apply(
                 engine, source.read(cctxt, cell, uuids,
-                                    sequence.ticket(engine)), uuids)
+                                    sequence.take(engine)), uuids)
             for field in outcome._fields:
                 totals[field] += len(getattr(outcome, field))
             after = rows[-1][0]

@@ -12,7 +12,7 @@
 """What a list request's catch-up need not read again, and Nova's answer.
 
 A request skips the instances another reader read after it looked at the
-sequence (``sequence.read_after``). The lists that skip are compared byte
+sequence (``pending.look``). The lists that skip are compared byte
 for byte with Nova's answer at that moment, and must have been served by
 the index.
 """

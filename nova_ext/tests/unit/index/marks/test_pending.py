@@ -64,9 +64,6 @@ class TestPending(index_base.IndexDBTestCase):
             self.assertEqual(({'a': taken['a'], 'b': taken['b']}, {'a'}),
                              pending.look(conn, 2, 6))
             self.assertEqual(({}, set()), pending.look(conn, 0, 0))
-            # As the two statements it stands for.
-            self.assertEqual(sequence.read_after(self.engine, taken, 5),
-                             pending.look(conn, 10, 5)[1])
 
     def test_unmark_runs_again_after_a_deadlock(self):
         # MariaDB picks it as a deadlock's victim once: a lost race, not a
