@@ -33,9 +33,18 @@ fails only if it finds none in any suite. A suite whose tests cannot be
 discovered is run anyway, for stestr to report it and fail. Every suite
 selected is run, even after one failed; the exit code is the first
 suite's that failed.
+
+stestr shares the tests out among its workers by the times its repository
+recorded, and deals the tests it has no time for round robin. A clean
+checkout (CI) has none: there the functional suite's two workers ended
+eight minutes apart. So each suite's private repository is given the
+times of tools/test-times.txt for every test it has no time of its own
+for. After a full run, ``python tools/stestr_suites.py --write-times``
+writes that file again from the checkout's repository.
 """
 
 import contextlib
+from dbm import dumb as stestr_dbm
 import fcntl
 import os
 import shutil
@@ -132,6 +141,8 @@ def matches(options, ids):
 
 
 def main(argv):
+    if argv == ['--write-times']:
+        return write_times(os.path.join('.', REPOSITORY), TIMES)
     suites, run_args = parse(argv)
     options = _run_parser().parse_args(run_args)
     chosen = []
@@ -155,6 +166,60 @@ def main(argv):
 
 
 REPOSITORY = '.stestr'
+#: Seconds each test took in a full run (``--write-times``).
+TIMES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                     'test-times.txt')
+#: The suites whose times the file keeps: the deployment tests run one at
+#: a time, in an order of their own.
+TIMED = ('nova_ext.tests.unit.', 'nova_ext.tests.functional.',
+         'nova_ext_tools.tests.unit.', 'nova_ext_tools.tests.functional.')
+
+
+def read_times(path):
+    """``{test id: seconds}`` from a file of ``seconds test-id`` lines."""
+    times = {}
+    if not os.path.exists(path):
+        return times
+    with open(path) as lines:
+        for line in lines:
+            seconds, _, test_id = line.strip().partition(' ')
+            if test_id:
+                times[test_id] = seconds
+    return times
+
+
+def write_times(repository, path):
+    """Write the times ``repository`` recorded of TIMED's tests to ``path``.
+
+    :returns: 0, or 1 if the repository has none.
+    """
+    # 'c', as stestr opens it: a repository without runs has no file yet.
+    db = stestr_dbm.open(os.path.join(repository, 'times.dbm'), 'c')
+    try:
+        times = {key.decode() if isinstance(key, bytes) else key:
+                 float(db[key]) for key in db.keys()}
+    finally:
+        db.close()
+    kept = sorted(test_id for test_id in times if test_id.startswith(TIMED))
+    if not kept:
+        print('%s records no time of %s' % (repository, ', '.join(TIMED)),
+              file=sys.stderr)
+        return 1
+    with open(path, 'w') as out:
+        for test_id in kept:
+            out.write('%.1f %s\n' % (times[test_id], test_id))
+    return 0
+
+
+def seed_times(repository, times):
+    """Give ``repository`` each of ``times`` it records no time for."""
+    db = stestr_dbm.open(os.path.join(repository, 'times.dbm'), 'c')
+    try:
+        for test_id, seconds in times.items():
+            if test_id not in db:
+                db[test_id] = seconds
+    finally:
+        db.close()
 
 
 @contextlib.contextmanager
@@ -199,9 +264,15 @@ def run_suite(test_path, top_dir, run_args, here='.'):
             if os.path.isdir(os.path.join(here, REPOSITORY)):
                 seen = _copy(os.path.join(here, REPOSITORY),
                              os.path.join(private, REPOSITORY))
+        ours = os.path.join(private, REPOSITORY)
+        times = read_times(TIMES)
+        if times:
+            if not os.path.isdir(ours):
+                _stestr('--repo-url', private, 'init',
+                        stdout=subprocess.DEVNULL)
+            seed_times(ours, times)
         ran = _stestr('--repo-url', private, '--test-path', test_path,
                       '--top-dir', top_dir, 'run', *run_args)
-        ours = os.path.join(private, REPOSITORY)
         new = [run for run in _run_ids(ours) if run > seen] \
             if os.path.isdir(ours) else []
         with _locked(here):
