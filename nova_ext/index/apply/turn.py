@@ -84,12 +84,19 @@ class Held(object):
 
         The turn's own where it has one (MySQL, PostgreSQL): a checkout
         of the pool costs two round trips more (its ping, the rollback
-        that returns it), taken while the others wait for the turn. It is
-        read in the turn's transaction, which is not to be ended: only
-        reads.
+        that returns it), taken while the others wait for the turn. Only
+        reads. MySQL's lock is the session's: the read's transaction is
+        ended when the block is left, and with it the metadata locks of
+        the tables it read, for which another session's ``LOCK TABLES``
+        or ``ALTER TABLE`` would otherwise wait until the turn ends.
+        PostgreSQL's lock is the transaction's, which is not to be ended:
+        its reads' locks conflict only with ``ACCESS EXCLUSIVE`` (an
+        ``ALTER TABLE``), which waits for the turn.
         """
         if self._conn is not None:
             yield self._conn
+            if self.engine.dialect.name == 'mysql':
+                self._conn.commit()
             return
         with self.engine.connect() as conn:
             yield conn

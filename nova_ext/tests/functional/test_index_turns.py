@@ -16,14 +16,19 @@ engine nova-api uses; a server that stops gives no turn, and the caller
 applies the marks on its own.
 """
 
+import subprocess
+import sys
+
 from oslo_config import fixture as config_fixture
 from oslotest import base as oslotest_base
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index.apply import turn
+from nova_ext.index.marks import pending
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
+from nova_ext.tests.functional import test_index_locks
 from nova_ext.tests.unit.index.apply import test_turn
 
 
@@ -56,6 +61,23 @@ class _Turns(sqlserver.OnServer, test_turn.TurnTests):
         # No checkout of the pool while the others wait.
         with turn.held(self.engine, 5.0) as held:
             self.assertTrue(held.had)
+            with held.reading() as conn:
+                self.assertTrue(self.holds_it(conn))
+
+    def test_a_read_under_it_leaves_the_tables_to_another_writer(self):
+        # The lock test_index_locks' outside writer takes (LOCK TABLES on
+        # MariaDB; on PostgreSQL EXCLUSIVE, which reads share), taken in
+        # another process while the turn is still held after a read.
+        url = self.engine.url.render_as_string(hide_password=False)
+        with turn.held(self.engine, 5.0) as held:
+            self.assertTrue(held.had)
+            with held.reading() as conn:
+                pending.look(conn, 10, 0)
+            took = subprocess.run(
+                [sys.executable, '-c', test_index_locks._TAKE_LOCK, url,
+                 str(test_index_locks.WAIT)],
+                capture_output=True, text=True, timeout=60)
+            self.assertEqual(0, took.returncode, took.stderr)
             with held.reading() as conn:
                 self.assertTrue(self.holds_it(conn))
 
