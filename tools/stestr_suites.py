@@ -36,8 +36,8 @@ suite's that failed.
 
 stestr shares the tests out among its workers by the times its repository
 recorded, and deals the tests it has no time for round robin. A clean
-checkout (CI) has none: there the functional suite's two workers ended
-eight minutes apart. So each suite's private repository is given the
+checkout (CI) has none, and the functional suite's two workers may then
+end minutes apart. So each suite's private repository is given the
 times of tools/test-times.txt for every test it has no time of its own
 for. After a full run, ``python tools/stestr_suites.py --write-times``
 writes that file again from the checkout's repository.
