@@ -72,11 +72,13 @@ def _local(engine):
 class Held(object):
     """A turn asked for: whether it was had, and where to read under it."""
 
-    def __init__(self, engine, had, conn=None):
+    def __init__(self, engine, had, conn=None, session_lock=False):
         self.engine = engine
         #: Whether this thread holds the turn.
         self.had = had
         self._conn = conn
+        # Whether the lock outlives a transaction of ``conn`` (MySQL's).
+        self._session_lock = session_lock
 
     @contextlib.contextmanager
     def reading(self):
@@ -95,7 +97,7 @@ class Held(object):
         """
         if self._conn is not None:
             yield self._conn
-            if self.engine.dialect.name == 'mysql':
+            if self._session_lock:
                 self._conn.commit()
             return
         with self.engine.connect() as conn:
@@ -137,7 +139,7 @@ def held(engine, wait):
         else:
             turn = _nothing()
         with turn as (had, conn):
-            yield Held(engine, had, conn)
+            yield Held(engine, had, conn, session_lock=dialect == 'mysql')
     finally:
         local.release()
 
