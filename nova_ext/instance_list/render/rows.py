@@ -49,7 +49,7 @@ _COERCED = ('access_ip_v4', 'access_ip_v6', 'created_at', 'updated_at',
 #: the Instance of every server it shows, and fails on such a value,
 #: whether its view shows the column or not. Only their stored text is
 #: read on every page (narrow.LISTED); refused, the page is Nova's.
-_REFUSABLE = ('access_ip_v4', 'access_ip_v6')
+REFUSABLE = ('access_ip_v4', 'access_ip_v6')
 #: ``(column, stored text)`` an Instance was seen to take, beyond which
 #: all are forgotten: checking one is a set lookup.
 _TAKEN = set()
@@ -77,7 +77,7 @@ def _coerce(name, value):
 
 def _check_refusable(uuid, raw):
     global _TAKEN
-    for name in _REFUSABLE:
+    for name in REFUSABLE:
         value = raw.get(name)
         if value is None or (name, value) in _TAKEN:
             continue

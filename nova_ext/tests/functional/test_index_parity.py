@@ -880,6 +880,44 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
                        for s in self._get(self.admin_api,
                                           uris[0]).json()['servers']])
 
+    def test_a_change_the_list_does_not_show_keeps_its_body(self):
+        # GET /servers shows each server's uuid and name. New metadata
+        # writes the server's rows into the index anew, and the next
+        # request is still answered with the body kept: Nova's, right
+        # after the change. A new access IP, whose stored text Nova's
+        # Instance may refuse, is a new body, Nova's too.
+        bodies = page_bodies.cache(ext_conf.CONF)
+        documents = render_cache.cache(ext_conf.CONF)
+        uri = self.LISTS[0]
+        server = self.servers['active1']['id']
+        instances = schema.INSTANCES
+
+        def read_at():
+            with self.index.engine.connect() as conn:
+                return conn.execute(sa.select(instances.c.read_at).where(
+                    instances.c.uuid == server)).scalar()
+
+        def answer():
+            hits = bodies.hits
+            looked = documents.hits + documents.misses
+            TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
+                                             served=True)
+            rendered = documents.hits + documents.misses != looked
+            return bodies.hits - hits, rendered
+
+        self._get(self.admin_api, uri)
+        self.assertEqual((1, False), answer())
+        was = read_at()
+        self.admin_api.post_server_metadata(server, {'color': 'blue'})
+        self.sync_index()
+        self.assertNotEqual(was, read_at())
+        self.assertEqual((1, False), answer())
+        self.admin_api.put_server(server, {'server': {
+            'accessIPv4': '192.0.2.10'}})
+        self.sync_index()
+        self.assertEqual((0, True), answer())
+        self.assertEqual((1, False), answer())
+
     def test_missed_documents_are_read_in_one_query(self):
         # The rows whose documents a page lacks are read with their joins:
         # one query of the instances, not Nova's batch after batch until
