@@ -97,7 +97,8 @@ class TestKey(base.TestCase):
         # Nova's view of a list without details shows the uuid and name;
         # the rest of the row (its state, its metadata, which move its
         # version) leaves the body as it was. Its network info is loaded
-        # for each request before the body is looked up (loadable).
+        # before the body is looked up, whenever its rows changed
+        # (loadable).
         self.assertEqual(self._key([_row('u1')]),
                          self._key([_row('u1', id=8, deleted=1, version=2.5,
                                          vm_state='stopped',
