@@ -30,6 +30,7 @@ Rows to render are read in full afterwards.
 import contextlib
 import contextvars
 
+from nova_ext.instance_list.render import rows
 from nova_ext.seams.internals import instance_lister
 from nova_ext.seams.internals import orm
 
@@ -43,9 +44,9 @@ COLUMNS = ('id', 'uuid', 'deleted', 'project_id', 'user_id', 'host',
 #: Columns a list without details reads: Nova's view of it shows each
 #: server's uuid and name; the page drops duplicates and looks up its
 #: tombstones (``deleted``); Nova's list fails on an access IP its
-#: Instance refuses (rows.IndexedInstance).
-LISTED = ('id', 'uuid', 'deleted', 'display_name', 'access_ip_v4',
-          'access_ip_v6')
+#: Instance refuses (``rows.REFUSABLE``), which a kept body is keyed by
+#: (``page_bodies``).
+LISTED = ('id', 'uuid', 'deleted', 'display_name') + rows.REFUSABLE
 #: The key of a narrowed row's version, where it is read with the row.
 VERSION = 'nova_ext_render_version'
 #: The key of its request spec's digest, where it is read with the row.

@@ -27,9 +27,9 @@ that have the same URL and the render cache's request part
 options the links read) and the same ``[api]max_limit``, and whose pages
 have the same rows as far as the body reads them: the same uuids and
 names, in the same order, with the same stored access IPs and spec
-digests. The rest of a row (its state,
-its metadata, its host) does not reach the body: a server stopped,
-started or given metadata leaves its page's body as it was.
+digests. The rest of a row (its state, its metadata, its host) does not
+reach the body: a server stopped, started or given metadata leaves its
+page's body as it was.
 
 A body is kept written under that key and answers the next such request
 without a server rendered or written again. Everything a list reads per
