@@ -121,10 +121,12 @@ class Stats(object):
     #: Neutron gave before, proven unchanged, ``groups_asked`` those for
     #: which Neutron was asked. ``bodies_kept`` counts the rendered
     #: requests answered with a kept written body (``detail_bodies``,
-    #: ``page_bodies``), no server rendered.
+    #: ``page_bodies``), no server rendered; ``bodies_patched`` those
+    #: answered with a kept body of a list without details, its renamed
+    #: servers alone rendered again (``page_bodies``).
     FIELDS = ('served', 'unservable', 'unavailable', 'failed', 'latched',
               'slow', 'rendered', 'handed', 'groups_kept', 'groups_asked',
-              'bodies_kept')
+              'bodies_kept', 'bodies_patched')
 
     #: Kinds of reasons counted apiece; those that come after share one
     #: count, so that a driver's error messages cannot grow the counters.

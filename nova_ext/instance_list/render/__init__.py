@@ -139,12 +139,16 @@ def _body(conf, selector, listing):
         kept = page_bodies.key(listing.request,
                                fastpath.project_in_url(listing), records)
 
-        def render():
-            page = fastpath.instances(driver, ctx, listing, records)
+        def render(rendered=records):
+            page = fastpath.instances(driver, ctx, listing, rendered)
             return fastpath.render_listed(driver, listing, page, cache)
+
+        def render_rows(positions):
+            return render([records[n] for n in positions]).get(
+                'servers', ())
         return page_bodies.body(
             _Counted.of(page_bodies.cache(conf), selector.stats), kept,
-            render)
+            render, render_rows)
     with view.groups_from(lookup):
         if listing.detail and cache is not None:
             return fastpath.render_cached(
@@ -160,7 +164,8 @@ class _Counted(object):
     """A cache of written bodies whose every body given is counted.
 
     As ``bodies_kept`` in the selector's stats: the requests answered
-    with a kept body, no server rendered.
+    with a kept body, no server rendered; and as ``bodies_patched`` those
+    answered with a kept body, its renamed servers rendered again.
     """
 
     def __init__(self, bodies, stats):
@@ -180,6 +185,16 @@ class _Counted(object):
 
     def put(self, key, value):
         self._bodies.put(key, value)
+
+    def given(self, key, value):
+        self._bodies.given(key, value)
+
+    def last(self, key):
+        return self._bodies.last(key)
+
+    def patched(self):
+        self._stats.add('bodies_patched')
+        self._bodies.patched()
 
 
 def _response(request, body):

@@ -24,6 +24,7 @@ writes it. A document whose kept keys or values were changed or replaced
 is written whole, as Nova writes it.
 """
 
+import array
 import json
 import operator
 
@@ -58,12 +59,42 @@ class Shown(dict):
 
 
 class Written(object):
-    """A whole body's text, written before (``page_bodies``)."""
+    """A whole body's text, written before (``page_bodies``).
 
-    __slots__ = ('text',)
+    ``starts`` and ``ends``: where the text of each item of one list of
+    the body begins and ends in it (:func:`written`), or None.
+    """
 
-    def __init__(self, text):
+    __slots__ = ('text', 'starts', 'ends')
+
+    def __init__(self, text, starts=None, ends=None):
         self.text = text
+        self.starts = starts
+        self.ends = ends
+
+    def patched(self, texts):
+        """This body with items of its list written anew.
+
+        :param texts: ``{position in the list: the item's text}``.
+        :returns: a :class:`Written` of the same list.
+        """
+        text, starts, ends = self.text, self.starts, self.ends
+        pieces = []
+        at = 0
+        for n in sorted(texts):
+            pieces.append(text[at:starts[n]])
+            pieces.append(texts[n])
+            at = ends[n]
+        pieces.append(text[at:])
+        new_starts, new_ends = array.array('q'), array.array('q')
+        shift = 0
+        for n in range(len(starts)):
+            start = starts[n] + shift
+            if n in texts:
+                shift += len(texts[n]) - (ends[n] - starts[n])
+            new_starts.append(start)
+            new_ends.append(ends[n] + shift)
+        return Written(''.join(pieces), new_starts, new_ends)
 
 
 def dumps(body):
@@ -83,12 +114,51 @@ def dumps(body):
         for name, value in body.items())
 
 
+def written(body, name):
+    """``Written(dumps(body))``, with where each item of ``body[name]`` is.
+
+    The text is :func:`dumps`'s, made of the same parts; a body without
+    such a list is written without positions.
+    """
+    if (type(body) is not dict or type(body.get(name)) is not list or
+            not all(type(k) is str for k in body)):
+        return Written(dumps(body))
+    values = {}
+    parts = []
+    at = 1
+    starts, ends = array.array('q'), array.array('q')
+    for key, value in body.items():
+        head = '%s: ' % json.dumps(key)
+        if key == name:
+            texts = [item(doc, values) for doc in value]
+            start = at + len(head) + 1
+            for text in texts:
+                starts.append(start)
+                ends.append(start + len(text))
+                start += len(text) + 2
+            part = '%s[%s]' % (head, ', '.join(texts))
+        else:
+            part = head + _value(value, values)
+        parts.append(part)
+        at += len(part) + 2
+    return Written('{%s}' % ', '.join(parts), starts, ends)
+
+
+def item(doc, written=None):
+    """The text of ``doc`` as :func:`dumps` writes it in a body's list.
+
+    :param written: the texts of values a body shares (:func:`_added`),
+        kept for the body being written; None for a document alone.
+    """
+    if type(doc) is Shown:
+        return _shown(doc, {} if written is None else written)
+    return _dumps(doc)
+
+
 def _value(value, written):
     if type(value) is not list:
         return _dumps(value)
-    return '[%s]' % ', '.join(
-        _shown(item, written) if type(item) is Shown
-        else _dumps(item) for item in value)
+    return '[%s]' % ', '.join(item(doc, written) for doc in value)
 
 
 def _shown(doc, written):

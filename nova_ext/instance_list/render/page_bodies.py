@@ -39,6 +39,13 @@ requests, the cells' check, the changes recorded and the network info of
 the rows written since. A row without a uuid, a name (a down cell's
 server), its stored access IPs or a spec digest keeps its page's body
 from being kept.
+
+Nova's view writes the document of each server from the request and that
+server alone, and the link to the next page from the request, the number
+of rows and the last one's uuid. So a page whose rows differ from those
+of the last body given for the same request by some names only (servers
+renamed) is written as that body with the documents of those servers
+rendered again in their places; the others are not rendered.
 """
 
 import hashlib
@@ -57,12 +64,55 @@ CONF = nova_conf.CONF
 #: The columns of a row that its body reads, besides the stored texts
 #: Nova's Instance may refuse (``rows.REFUSABLE``): what it shows and its
 #: request spec's digest. A row without any keeps its page's body from
-#: being kept.
+#: being kept. The uuid first, the name second: :func:`_renamed` reads
+#: them so.
 _SHOWN = ('uuid', 'display_name', narrow.SPEC)
 
 
+class Key(tuple):
+    """A body's key, with what its rows show (:func:`key`)."""
+
+    def __new__(cls, parts, shown):
+        made = super().__new__(cls, parts)
+        made.shown = shown
+        return made
+
+    @property
+    def request(self):
+        """The part of the key that is the request's, not its rows'."""
+        return self[:3]
+
+
 class PageBodies(lru.LRUCache):
-    """Written bodies by :func:`key`."""
+    """Written bodies by :func:`key`, and the last of each request."""
+
+    def __init__(self, size):
+        super().__init__(size)
+        self._last = lru.LRUCache(size)
+        #: How many bodies were written from the last one.
+        self.patches = 0
+
+    def put(self, key, value):
+        # What the rows show is kept for the last body of a request only.
+        super().put(tuple(key) if isinstance(key, Key) else key, value)
+        self.given(key, value)
+
+    def given(self, key, value):
+        """``value`` is the last body given for ``key``'s request."""
+        if isinstance(key, Key) and value.starts is not None:
+            self._last.put(key.request, (key.shown, value))
+
+    def last(self, key):
+        """``(what its rows show, body)`` last given for ``key``'s request.
+
+        None if there is none.
+        """
+        return self._last.get(key.request)
+
+    def patched(self):
+        """A body was written from the last one (:func:`_patched`)."""
+        with self._lock:
+            self.patches += 1
 
 
 _CACHE = lru.PerProcess(PageBodies, 'page_cache_size')
@@ -99,22 +149,82 @@ def key(request, project_in_url, records):
     if any(column.count(None) != len(column) for column in refusable):
         shown.extend(refusable)
     digest = hashlib.blake2b(repr(shown).encode('utf-8'), digest_size=16)
-    return (render_cache.request_key(request, project_in_url),
-            request.url, CONF.api.max_limit, len(records), digest.digest())
+    return Key((render_cache.request_key(request, project_in_url),
+                request.url, CONF.api.max_limit, len(records),
+                digest.digest()), shown)
 
 
-def body(bodies, key, render):
-    """The kept body of ``key``, else ``render()``'s, kept written.
+def body(bodies, key, render, render_rows=None):
+    """The kept body of ``key``, else a body written and kept.
+
+    The body written is ``render()``'s, or where the last body given for
+    the same request is of the same rows but for some names, that body
+    with the documents of those rows alone rendered again
+    (:func:`_patched`).
 
     :param bodies: :func:`cache`'s, or None: nothing is kept.
     :param key: :func:`key`'s, or None: nothing is kept.
+    :param render_rows: ``render_rows(positions)``: the documents
+        ``render()`` gives the rows at ``positions`` of the page, rendered
+        for those rows alone; None: a page is rendered whole.
     :returns: a body for ``encode.dumps``.
     """
     if bodies is None or key is None:
         return render()
     kept = bodies.get(key)
     if kept is not None:
+        bodies.given(key, kept)
         return kept
-    written = encode.Written(encode.dumps(render()))
+    written = None
+    if render_rows is not None:
+        written = _patched(bodies.last(key), key, render_rows)
+        if written is not None:
+            bodies.patched()
+    if written is None:
+        written = encode.written(render(), 'servers')
     bodies.put(key, written)
     return written
+
+
+def _patched(last, key, render_rows):
+    """The body ``last`` with the documents of renamed rows written anew.
+
+    Nova's view writes the document of each server of a list from the
+    request and that server alone, in the order of the rows, and the
+    link to the next page from the request, the number of rows and the
+    last one's uuid. So where the rows have the same uuids in the same
+    order, the same spec digests and stored access IPs, the body is the
+    last one with the documents of the rows whose name changed in their
+    places, each rendered for its row as the whole page would render it
+    (and refused, or handed to Nova, as that page would be).
+
+    :param last: ``PageBodies.last``'s.
+    :returns: an ``encode.Written``, or None: the page is rendered whole.
+    """
+    if last is None:
+        return None
+    shown, written = last
+    renamed = _renamed(shown, key.shown)
+    # A body whose documents are not one per row (Nova's view leaves a
+    # row out) cannot be patched by position.
+    if not renamed or len(written.starts) != len(key.shown[0]):
+        return None
+    docs = render_rows(renamed)
+    if len(docs) != len(renamed):
+        return None
+    return written.patched({n: encode.item(doc)
+                            for n, doc in zip(renamed, docs)})
+
+
+def _renamed(before, now):
+    """The positions of the rows whose name alone tells ``now`` apart.
+
+    :param before: what the rows of a body showed (``Key.shown``).
+    :param now: what the rows of the page show now.
+    :returns: a list of positions, or None if more than names changed.
+    """
+    if (len(before) != len(now) or before[0] != now[0] or
+            before[2:] != now[2:]):
+        return None
+    return [n for n, (was, name) in enumerate(zip(before[1], now[1]))
+            if was != name]

@@ -918,6 +918,43 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertEqual((0, True), answer())
         self.assertEqual((1, False), answer())
 
+    def test_renamed_servers_alone_are_rendered_again(self):
+        # After renames, GET /servers is the body given before with the
+        # documents of the renamed servers alone rendered again: the
+        # others are not looked up. The answer is Nova's, byte for byte,
+        # right after; then it is the body kept.
+        bodies = page_bodies.cache(ext_conf.CONF)
+        documents = render_cache.cache(ext_conf.CONF)
+        uri = self.LISTS[0]
+        renamed = [self.servers[label]['id']
+                   for label in ('active1', 'stopped1')]
+
+        def answer():
+            hits = bodies.hits
+            looked = documents.hits + documents.misses
+            patched = self.selector.stats.snapshot()['bodies_patched']
+            got = TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
+                                                   served=True)
+            return (bodies.hits - hits,
+                    documents.hits + documents.misses - looked,
+                    self.selector.stats.snapshot()['bodies_patched'] -
+                    patched, got)
+
+        self._get(self.admin_api, uri)
+        kept, looked, patched, got = answer()
+        self.assertEqual((1, 0, 0), (kept, looked, patched))
+        self.assertGreater(len(got.json()['servers']), len(renamed) + 1)
+        for n, server in enumerate(renamed):
+            self.admin_api.put_server(server, {'server': {
+                'name': 'renamed-%d' % n}})
+        self.sync_index()
+        kept, looked, patched, got = answer()
+        self.assertEqual((0, len(renamed), 1), (kept, looked, patched))
+        names = {s['id']: s['name'] for s in got.json()['servers']}
+        self.assertEqual(['renamed-0', 'renamed-1'],
+                         [names[server] for server in renamed])
+        self.assertEqual((1, 0, 0), answer()[:3])
+
     def test_missed_documents_are_read_in_one_query(self):
         # The rows whose documents a page lacks are read with their joins:
         # one query of the instances, not Nova's batch after batch until

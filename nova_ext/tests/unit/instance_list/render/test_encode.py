@@ -117,3 +117,64 @@ class TestDumps(base.TestCase):
         shown['host_status'] = 'UP'
         self.assertNotIn('host_status', kept)
         self.assertIs(kept, shown.kept)
+
+
+class TestWritten(base.TestCase):
+
+    def _bodies(self):
+        kept = _kept()
+        added = encode.Shown(kept)
+        added['host_status'] = 'UP'
+        links = [{'href': 'http://api/next', 'rel': 'next'}]
+        docs = [encode.Shown(kept), added, {'id': 'miss', 'x': [1]}]
+        return ({'servers': docs, 'servers_links': links},
+                {'servers_links': links, 'servers': docs},
+                {'servers': docs}, {'servers': []},
+                {'n': 'before', 'servers': docs[:1], 'm': [encode.Shown(
+                    _kept(name='x'))]})
+
+    def assertPlaces(self, written, docs):
+        self.assertEqual(len(docs), len(written.starts))
+        for start, end, doc in zip(written.starts, written.ends, docs):
+            self.assertEqual(jsonutils.dumps(doc), written.text[start:end])
+
+    def test_written_as_nova_writes_it_with_each_document_placed(self):
+        for body in self._bodies():
+            written = encode.written(body, 'servers')
+            self.assertEqual(jsonutils.dumps(body), written.text)
+            self.assertEqual(written.text, encode.dumps(written))
+            self.assertPlaces(written, body['servers'])
+
+    def test_a_body_without_the_list_is_not_placed(self):
+        for body in ({'other': []}, {'servers': 'text'}, [], {1: []}):
+            written = encode.written(body, 'servers')
+            self.assertEqual(jsonutils.dumps(body), written.text)
+            self.assertIsNone(written.starts)
+
+    def test_an_item_is_written_as_in_its_body(self):
+        for body in self._bodies():
+            for doc in body['servers']:
+                self.assertEqual(jsonutils.dumps(doc), encode.item(doc))
+
+    def test_patched_is_the_body_with_the_new_documents_written(self):
+        for body in self._bodies()[:3]:
+            docs = body['servers']
+            written = encode.written(body, 'servers')
+            # Longer, shorter and as long as the document replaced, at
+            # the start, the end and between.
+            for changes in ({0: {'id': 'u1', 'name': 'a much longer name'}},
+                            {2: {'id': 'm'}},
+                            {0: {'id': 'u2'}, 2: {'id': 'missed', 'x': [2]}},
+                            {1: encode.Shown(_kept(name='renamed'))}):
+                now = dict(body, servers=[changes.get(n, doc)
+                                          for n, doc in enumerate(docs)])
+                patched = written.patched(
+                    {n: encode.item(doc) for n, doc in changes.items()})
+                self.assertEqual(jsonutils.dumps(now), patched.text)
+                self.assertPlaces(patched, now['servers'])
+                # And patched again from there.
+                again = patched.patched({1: encode.item({'id': 'z'})})
+                now['servers'][1] = {'id': 'z'}
+                self.assertEqual(jsonutils.dumps(now), again.text)
+                self.assertPlaces(again, now['servers'])
+            self.assertEqual(jsonutils.dumps(body), written.text)

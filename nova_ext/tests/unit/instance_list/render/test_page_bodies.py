@@ -166,6 +166,20 @@ class TestBody(base.TestCase):
         self.assertEqual(['n', 'l'], self.rendered)
         self.assertIsNone(render._Counted.of(None, stats))
 
+    def test_each_body_patched_is_counted(self):
+        stats = serving.Stats()
+        counted = render._Counted.of(self.bodies, stats)
+        for n, name in enumerate(('a', 'b', 'b', 'c')):
+            rows = [_row('u1', name=name), _row('u2')]
+            page_bodies.body(
+                counted, page_bodies.key(_request(), '', rows),
+                lambda: {'servers': [{'id': r['uuid']} for r in rows]},
+                lambda positions: [{'id': rows[p]['uuid'], 'name': 'x'}
+                                   for p in positions])
+        self.assertEqual(1, stats.snapshot()['bodies_kept'])
+        self.assertEqual(2, stats.snapshot()['bodies_patched'])
+        self.assertEqual(2, self.bodies.patches)
+
     def test_a_page_nova_renders_keeps_no_body(self):
         def refused():
             raise fastpath.NotRendered('a spec Nova cannot load')
@@ -184,3 +198,116 @@ class TestCache(base.TestCase):
         self.assertIsNone(page_bodies.cache(conf.CONF))
         self.flags(page_cache_size=3, group='nova_ext_instance_list')
         self.assertEqual(3, page_bodies.cache(conf.CONF).size)
+
+
+class TestPatched(base.TestCase):
+    """A body written anew from the last one, its renamed rows rendered."""
+
+    def setUp(self):
+        super().setUp()
+        self.bodies = page_bodies.PageBodies(4)
+        self.whole = []
+        self.alone = []
+
+    @staticmethod
+    def _view(rows):
+        # As Nova's view: a document per row, then a link from the last.
+        body = {'servers': [{'id': r['uuid'], 'links': [],
+                             'name': r['display_name']} for r in rows]}
+        if rows:
+            body['servers_links'] = [{'href': 'next?marker=' +
+                                      rows[-1]['uuid'], 'rel': 'next'}]
+        return body
+
+    def _body(self, rows, url='http://api/v2.1/servers?limit=2',
+              patching=True, view=None):
+        view = view or self._view
+
+        def render():
+            self.whole.append([r['uuid'] for r in rows])
+            return view(rows)
+
+        def render_rows(positions):
+            self.alone.append(positions)
+            return view([rows[n] for n in positions])['servers']
+        key = page_bodies.key(_request(url=url), '', rows)
+        written = page_bodies.body(self.bodies, key, render,
+                                   render_rows if patching else None)
+        self.assertEqual(jsonutils.dumps(view(rows)), encode.dumps(written))
+        return written
+
+    def _rows(self, *names, **extra):
+        return [_row('u%d' % n, name=name, **extra.get(name, {}))
+                for n, name in enumerate(names)]
+
+    def test_renamed_rows_alone_are_rendered(self):
+        self._body(self._rows('a', 'b', 'c'))
+        self._body(self._rows('a', 'B', 'c'))
+        self._body(self._rows('a2', 'B', 'c-longer'))
+        self._body(self._rows('a', 'B', 'c-longer'))
+        self.assertEqual([['u0', 'u1', 'u2']], self.whole)
+        self.assertEqual([[1], [0, 2], [0]], self.alone)
+        self.assertEqual(3, self.bodies.patches)
+        # A body kept is given as it is.
+        self._body(self._rows('a', 'b', 'c'))
+        self.assertEqual(3, len(self.alone))
+
+    def test_other_changes_are_rendered_whole(self):
+        self._body(self._rows('a', 'b', 'c'))
+        moved = self._rows('a', 'b', 'c')
+        moved[0], moved[1] = moved[1], moved[0]
+        changed = (moved, self._rows('a', 'b'),
+                   self._rows('a', 'b', 'c', 'd'),
+                   self._rows('a', 'x', 'c', x={'spec': 'e' * 20}),
+                   self._rows('a', 'x', 'c', x={'access_ip_v4': '10.0.0.1'}),
+                   self._rows('a', 'x', 'c', x={'access_ip_v6': '::1'}))
+        for n, rows in enumerate(changed):
+            self._body(self._rows('a', 'b', 'c'))
+            self._body(rows)
+            self.assertEqual(n + 2, len(self.whole), n)
+        self.assertEqual([], self.alone)
+
+    def test_a_stored_access_ip_the_same_is_patched(self):
+        ips = {'a': {'access_ip_v4': '10.0.0.1'},
+               'x': {'access_ip_v4': '10.0.0.1'}}
+        self._body(self._rows('a', 'b', **ips))
+        self._body(self._rows('x', 'b', **ips))
+        self.assertEqual([[0]], self.alone)
+        self.assertEqual(1, len(self.whole))
+
+    def test_only_the_same_requests_body(self):
+        self._body(self._rows('a', 'b'))
+        self._body(self._rows('a', 'x'),
+                   url='http://api/v2.1/servers?limit=3')
+        self._body(self._rows('a', 'x'), patching=False)
+        self.assertEqual(3, len(self.whole))
+        self.assertEqual([], self.alone)
+
+    def test_a_body_without_a_document_per_row_is_not_patched(self):
+        def leaves_out(rows):
+            body = self._view(rows)
+            body['servers'] = [s for s in body['servers'] if s['id'] != 'u1']
+            return body
+        rows = self._rows('a', 'b', 'c')
+        key = page_bodies.key(_request(), '', rows)
+        page_bodies.body(self.bodies, key, lambda: leaves_out(rows))
+        self._body(self._rows('x', 'b', 'c'))
+        self.assertEqual([], self.alone)
+        # Rendered alone, a row the view leaves out.
+        self._body(self._rows('x', 'y', 'c'), view=leaves_out)
+        self.assertEqual([[1]], self.alone)
+        self.assertEqual(2, len(self.whole))
+
+    def test_a_row_nova_refuses_keeps_no_body(self):
+        self._body(self._rows('a', 'b'))
+
+        def refused(rows):
+            raise fastpath.NotRendered('a spec Nova cannot load')
+        rows = self._rows('a', 'x')
+        self.assertRaises(fastpath.NotRendered, self._body, rows,
+                          view=refused)
+        self.assertEqual([[1]], self.alone)
+        self._body(rows)
+        self.assertEqual([[1], [1]], self.alone)
+        self.assertEqual(1, len(self.whole))
+        self.assertEqual(1, self.bodies.patches)
