@@ -96,7 +96,7 @@ keeps: for ``GET /servers``, and for ``GET /servers/detail`` with
 volumes). 0 keeps none.
 
 With ``render_cache_size``, a list without details also keeps its body,
-written, for as many pages (about 300 bytes a server): it answers a
+written, for as many pages (about 350 bytes a server): it answers a
 request with the same URL, microversion, administrator flag and link
 options whose page has the same rows.
 

@@ -38,6 +38,11 @@ class LRUCache(object):
             self.hits += 1
             return value
 
+    def peek(self, key):
+        """What is kept under ``key``, or None, not counted as a use."""
+        with self._lock:
+            return self._values.get(key)
+
     def put(self, key, value):
         """Keep ``value`` under ``key``."""
         with self._lock:

@@ -86,9 +86,11 @@ class Written(object):
             pieces.append(texts[n])
             at = ends[n]
         pieces.append(text[at:])
-        new_starts, new_ends = array.array('q'), array.array('q')
+        # The items before the first one written anew stay where they are.
+        first = min(texts)
+        new_starts, new_ends = starts[:first], ends[:first]
         shift = 0
-        for n in range(len(starts)):
+        for n in range(first, len(starts)):
             start = starts[n] + shift
             if n in texts:
                 shift += len(texts[n]) - (ends[n] - starts[n])

@@ -88,26 +88,32 @@ class PageBodies(lru.LRUCache):
 
     def __init__(self, size):
         super().__init__(size)
+        # {request: the Key of its last body}: what the rows show is kept
+        # for that body only, and the body itself only while it is kept.
         self._last = lru.LRUCache(size)
         #: How many bodies were written from the last one.
         self.patches = 0
 
     def put(self, key, value):
-        # What the rows show is kept for the last body of a request only.
         super().put(tuple(key) if isinstance(key, Key) else key, value)
         self.given(key, value)
 
     def given(self, key, value):
         """``value`` is the last body given for ``key``'s request."""
-        if isinstance(key, Key) and value.starts is not None:
-            self._last.put(key.request, (key.shown, value))
+        if (isinstance(key, Key) and value.starts is not None and
+                self._last.peek(key.request) != key):
+            self._last.put(key.request, key)
 
     def last(self, key):
         """``(what its rows show, body)`` last given for ``key``'s request.
 
-        None if there is none.
+        None if there is none, or it is no longer kept.
         """
-        return self._last.get(key.request)
+        last = self._last.peek(key.request)
+        if last is None:
+            return None
+        written = self.peek(tuple(last))
+        return None if written is None else (last.shown, written)
 
     def patched(self):
         """A body was written from the last one (:func:`_patched`)."""
@@ -211,6 +217,8 @@ def _patched(last, key, render_rows):
         return None
     docs = render_rows(renamed)
     if len(docs) != len(renamed):
+        # Not seen: the one row Nova's view leaves out is left out of the
+        # last body too, which the check above refused.
         return None
     return written.patched({n: encode.item(doc)
                             for n, doc in zip(renamed, docs)})

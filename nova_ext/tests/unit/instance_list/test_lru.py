@@ -28,6 +28,17 @@ class TestLRUCache(base.TestCase):
         self.assertEqual(2, len(pages))
         self.assertEqual((3, 1), (pages.hits, pages.misses))
 
+    def test_a_peek_is_not_a_use(self):
+        pages = lru.LRUCache(2)
+        pages.put('a', ('A',))
+        pages.put('b', ('B',))
+        self.assertEqual(('A',), pages.peek('a'))
+        self.assertIsNone(pages.peek('c'))
+        pages.put('c', ('C',))
+        self.assertIsNone(pages.peek('a'))
+        self.assertEqual(('B',), pages.peek('b'))
+        self.assertEqual((0, 0), (pages.hits, pages.misses))
+
 
 class TestPerProcess(base.TestCase):
 

@@ -275,6 +275,18 @@ class TestPatched(base.TestCase):
         self.assertEqual([[0]], self.alone)
         self.assertEqual(1, len(self.whole))
 
+    def test_only_from_a_body_still_kept(self):
+        self._body(self._rows('a', 'b'))
+        for n in range(4):
+            self._body(self._rows('a', 'b'),
+                       url='http://api/v2.1/servers?limit=%d' % (n + 3))
+        # The last body of the first request was evicted: not patched.
+        self._body(self._rows('a', 'x'))
+        self.assertEqual([], self.alone)
+        self.assertEqual(6, len(self.whole))
+        self._body(self._rows('y', 'x'))
+        self.assertEqual([[0]], self.alone)
+
     def test_only_the_same_requests_body(self):
         self._body(self._rows('a', 'b'))
         self._body(self._rows('a', 'x'),
