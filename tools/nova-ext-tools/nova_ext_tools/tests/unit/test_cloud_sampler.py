@@ -80,8 +80,15 @@ class TestSampler(base.TestCase):
         sampled = json.loads(line)
         self.assertGreaterEqual(sampled['ms'], 50)
         self.assertTrue(sampled['stacks'])
-        self.assertTrue(all('app (<string>:' in s
-                            for s in sampled['stacks']))
+        # Every stack is of the request's own thread, from the filter
+        # down; most are in the application, which sleeps. A few may
+        # catch the thread around it, on a busy machine.
+        self.assertTrue(all('Sampler.__call__ (sampler.py:' in s
+                            for s in sampled['stacks']), sampled['stacks'])
+        counts = sampled['stacks'].values()
+        self.assertGreater(sum(n for s, n in sampled['stacks'].items()
+                               if 'app (<string>:' in s),
+                           sum(counts) / 2, sampled['stacks'])
         self.assertEqual(
             sorted('%s %d' % i for i in sampled['stacks'].items()),
             sorted(collapsed))
