@@ -108,31 +108,26 @@ def dumps(body):
     """
     if type(body) is Written:
         return body.text
-    if type(body) is not dict or not all(type(k) is str for k in body):
-        return _dumps(body)
-    written = {}
-    return '{%s}' % ', '.join(
-        '%s: %s' % (json.dumps(name), _value(value, written))
-        for name, value in body.items())
+    return written(body).text
 
 
-def written(body, name):
-    """``Written(dumps(body))``, with where each item of ``body[name]`` is.
+def written(body, name=None):
+    """``Written(dumps(body))``, with where the items of a list stand.
 
-    The text is :func:`dumps`'s, made of the same parts; a body without
-    such a list is written without positions.
+    With ``name``, the positions in the text of each item of the list
+    ``body[name]``; a body without such a list is written without them.
     """
-    if (type(body) is not dict or type(body.get(name)) is not list or
-            not all(type(k) is str for k in body)):
-        return Written(dumps(body))
+    if type(body) is not dict or not all(type(k) is str for k in body):
+        return Written(_dumps(body))
     values = {}
     parts = []
     at = 1
-    starts, ends = array.array('q'), array.array('q')
+    starts = ends = None
     for key, value in body.items():
         head = '%s: ' % json.dumps(key)
-        if key == name:
+        if key == name and type(value) is list:
             texts = [item(doc, values) for doc in value]
+            starts, ends = array.array('q'), array.array('q')
             start = at + len(head) + 1
             for text in texts:
                 starts.append(start)
