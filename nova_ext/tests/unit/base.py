@@ -14,6 +14,7 @@ from oslo_context import fixture as context_fixture
 from oslotest import base
 
 from nova_ext import conf
+from nova_ext.index.marks import witness
 from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests import plugins as test_plugins
 
@@ -27,6 +28,11 @@ class TestCase(base.BaseTestCase):
         # which oslo.log then prints: no test inherits another's.
         self.useFixture(context_fixture.ClearRequestContext())
         self.addCleanup(test_plugins.reset)
+        # A list that catches up starts the process's witness, whose thread
+        # reads the index named by the global config: left running, it
+        # would read the next test's database while that test counts its
+        # statements.
+        self.addCleanup(witness.reset)
 
     def flags(self, group=None, **kwargs):
         self.conf.config(group=group, **kwargs)
