@@ -126,12 +126,16 @@ page its index row's version, its request spec (its digest, and the
 pinned zone and hints the view is given), availability zone and
 volumes, its ``host_status`` (with the times of its host's service) and
 its security groups. A request that reads the same is answered with the
-kept text, without a server rendered or written; anything else, a server
-changed or a host gone down among them, renders the page as before. No
+kept text, without a server rendered or written. Where some servers read
+otherwise (changed, or their host gone down) and the page has the same
+servers in the same order as the last body given for the same request,
+only their documents are rendered again and written into that body;
+anything else renders the page as before. No
 body is kept while ``neutron_requests_at_once`` is 1 without
 ``neutron_feed_url`` (Nova's view then asks Neutron itself). A body
-takes about 2 kilobytes a server: 2 MB for a page of a thousand. Read
-when nova-api starts.
+takes about 2 kilobytes a server: 2 MB for a page of a thousand; the
+last body of each request also keeps what its servers read, a few
+hundred bytes a server. Read when nova-api starts.
 """),
     cfg.BoolOpt(
         'gc_freeze',

@@ -122,8 +122,8 @@ class Stats(object):
     #: which Neutron was asked. ``bodies_kept`` counts the rendered
     #: requests answered with a kept written body (``detail_bodies``,
     #: ``page_bodies``), no server rendered; ``bodies_patched`` those
-    #: answered with a kept body of a list without details, its renamed
-    #: servers alone rendered again (``page_bodies``).
+    #: answered with the last body of the same request, its changed
+    #: servers alone rendered again (``kept_bodies``).
     FIELDS = ('served', 'unservable', 'unavailable', 'failed', 'latched',
               'slow', 'rendered', 'handed', 'groups_kept', 'groups_asked',
               'bodies_kept', 'bodies_patched')

@@ -15,11 +15,11 @@
 Nova's controller validates the request (controller.py), the driver lists
 the page as rows (a :class:`~nova_ext.instance_list.base.RowsDriver`), and
 Nova's view builder renders them (fastpath.py, view.py, rows.py; with the
-render cache, render_cache.py and narrow.py); the body is serialised and
-the headers set as Nova's ``wsgi.Resource`` does. It skips what costs most
-and changes nothing in the answer: building Instance objects, gathering
-faults from every cell, and validating the response against Nova's
-schemas.
+render cache, render_cache.py, narrow.py and detailed.py); the body is
+serialised and the headers set as Nova's ``wsgi.Resource`` does. It skips
+what costs most and changes nothing in the answer: building Instance
+objects, gathering faults from every cell, and validating the response
+against Nova's schemas.
 """
 
 from nova.api.openstack import wsgi as nova_wsgi
@@ -28,6 +28,7 @@ from nova_ext import exception
 from nova_ext.instance_list import base
 from nova_ext.instance_list.render import controller
 from nova_ext.instance_list.render import detail_bodies
+from nova_ext.instance_list.render import detailed
 from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import loadable
@@ -151,7 +152,7 @@ def _body(conf, selector, listing):
             render, render_rows)
     with view.groups_from(lookup):
         if listing.detail and cache is not None:
-            return fastpath.render_cached(
+            return detailed.render_cached(
                 driver, listing, records, cache,
                 bodies=_Counted.of(detail_bodies.cache(conf),
                                    selector.stats),
@@ -165,7 +166,8 @@ class _Counted(object):
 
     As ``bodies_kept`` in the selector's stats: the requests answered
     with a kept body, no server rendered; and as ``bodies_patched`` those
-    answered with a kept body, its renamed servers rendered again.
+    answered with the last body of the request, its changed servers alone
+    rendered again.
     """
 
     def __init__(self, bodies, stats):

@@ -45,6 +45,15 @@ of the versions its key was read with. Where Neutron is asked for the
 page's groups (without its feed, or after a change), the key waits for
 its answer, which the page's rendering otherwise overlaps.
 
+Nova's view writes each server's document from the request and what it
+reads of that server alone, and the page's link from the request, the
+number of servers and the last one's uuid. So a page of the same servers
+in the same order as the last body given for the same request, some of
+which read otherwise (a row written, its host's status, its groups), is
+that body with their documents written again in their places
+(:meth:`PageBody.patched`), each rendered by Nova's view for those
+servers alone, from what the page read: no other server is rendered.
+
 From microversion 2.96 the key holds each server's pinned zone and
 scheduler hints as the view is given them (``request_specs.given``): Nova
 builds some specs itself (a server group, which it reads again, and whose
@@ -59,6 +68,7 @@ from nova.objects import fields
 
 from nova_ext.instance_list import lru
 from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import kept_bodies
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
@@ -67,8 +77,14 @@ from nova_ext.seams.internals import server_views
 CONF = nova_conf.CONF
 
 
-class DetailBodies(lru.LRUCache):
+class DetailBodies(kept_bodies.KeptBodies):
     """Written detailed bodies, by the key of what their page reads."""
+
+
+class _Key(kept_bodies.Key):
+    # The request's part: its render part, URL, [api]max_limit, the
+    # view's flags and whether down cells are shown.
+    REQUEST = 5
 
 
 _CACHE = lru.PerProcess(DetailBodies, 'detail_body_cache_size')
@@ -115,7 +131,58 @@ class PageBody(object):
         self._key = self._read()
         if self._key is None:
             return None
-        return self._bodies.get(self._key)
+        found = self._bodies.get(self._key)
+        if found is not None:
+            self._bodies.given(self._key, found)
+        return found
+
+    def patched(self, render_rows):
+        """The request's last body, the servers that read otherwise anew.
+
+        Where the page's servers are those of the last body given for the
+        same request, in the same order, and some read otherwise (a row
+        written, its host's status, groups or volumes), that body with
+        their documents in their places, rendered by Nova's view for them
+        alone as the whole page would render them; kept. Call after
+        :meth:`kept` found none.
+
+        :param render_rows: ``render_rows(positions)``: ``(body, flags)``,
+            Nova's view's body of the page's servers at ``positions``
+            alone, and the flags it passed to ``show``.
+        :returns: an ``encode.Written``, or None: the page is rendered
+            whole.
+        """
+        if self._key is None:
+            return None
+        last = self._bodies.last(self._key)
+        if last is None:
+            return None
+        before, written = last
+        now = self._key.shown
+        # A body whose documents are not one per server (Nova's view
+        # leaves a row out) cannot be patched by position.
+        if len(before) != len(now) or len(written.starts) != len(now):
+            return None
+        changed = []
+        for n, (was, read) in enumerate(zip(before, now)):
+            if was[0] != read[0]:
+                return None
+            if was != read:
+                changed.append(n)
+        if not changed:
+            return None
+        body, flags = render_rows(changed)
+        expected = [self._expected[n] for n in changed]
+        if not self._shows(body, flags, expected, kept=False):
+            return None
+        patched = written.patched({
+            n: encode.item(doc) for n, doc in zip(changed, body['servers'])})
+        # Not kept with a document shown as read in full where its row was
+        # written again meanwhile, as the whole page would not be.
+        if self._shows(body, flags, expected):
+            self._bodies.put(self._key, patched)
+        self._bodies.patched()
+        return patched
 
     def keep(self, body):
         """``body``, kept written if the view read what its key holds.
@@ -126,7 +193,7 @@ class PageBody(object):
         """
         if self._key is None or not self._as_read(body):
             return body
-        written = encode.Written(encode.dumps(body))
+        written = encode.written(body, 'servers')
         self._bodies.put(self._key, written)
         return written
 
@@ -176,9 +243,10 @@ class PageBody(object):
         self._expected = expected
         digest = hashlib.blake2b(repr(reads).encode('utf-8'),
                                  digest_size=16).digest()
-        return (self._render.request_part, request.url, CONF.api.max_limit,
-                flags, listing.kwargs.get('cell_down_support', False),
-                len(reads), digest)
+        return _Key((self._render.request_part, request.url,
+                     CONF.api.max_limit, flags,
+                     listing.kwargs.get('cell_down_support', False),
+                     len(reads), digest), reads)
 
     def _shown_specs(self, request, context, uuids):
         """What the view shows of each server's spec, as ``_list_view``."""
@@ -196,14 +264,24 @@ class PageBody(object):
 
     def _as_read(self, body):
         """Whether ``body`` shows what the page's key was read with."""
-        if self._render.flags != self._key[3][:2]:
+        return self._shows(body, self._render.flags, self._expected)
+
+    def _shows(self, body, flags, expected, kept=True):
+        """Whether ``body``, rendered with ``flags``, shows ``expected``.
+
+        :param expected: ``[(uuid, host_status, groups)]``, a document's
+            each, as the page's key was read.
+        :param kept: and whether each document is one the render cache
+            keeps under the version the page read.
+        """
+        if flags != self._key[3][:2]:
             return False
         servers = body.get('servers')
-        if (not isinstance(servers, list) or
-                len(servers) != len(self._expected)):
+        if not isinstance(servers, list) or len(servers) != len(expected):
             return False
-        for server, (uuid, status, found) in zip(servers, self._expected):
-            if (type(server) is not encode.Shown or server.get('id') != uuid or
+        for server, (uuid, status, found) in zip(servers, expected):
+            if ((kept and type(server) is not encode.Shown) or
+                    server.get('id') != uuid or
                     server.get('host_status') != status or
                     server.get('security_groups') != found):
                 return False

@@ -24,7 +24,6 @@ info).
 
 import collections
 import contextlib
-import functools
 
 from nova.api.openstack import api_version_request
 from nova.db.api import models as api_models
@@ -34,7 +33,6 @@ import sqlalchemy as sa
 
 from nova_ext import exception
 from nova_ext.instance_list import base
-from nova_ext.instance_list.render import detail_bodies
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list.render import rows
@@ -189,7 +187,7 @@ def _render(driver, view_builder, listing, page, volumes):
         return view_builder.index(listing.request, page,
                                   cell_down_support=cell_down_support)
     if _shows_host_status(view_builder, listing):
-        _fill_services(driver, listing, page)
+        fill_services(driver, listing, page)
     if volumes is None:
         volumes = PageVolumes(driver)
     with view.volumes_from(volumes):
@@ -197,7 +195,7 @@ def _render(driver, view_builder, listing, page, volumes):
                                    cell_down_support=cell_down_support)
 
 
-def _fill_services(driver, listing, page):
+def fill_services(driver, listing, page):
     # Rows a first pass of the page gave services keep them.
     lacking = [inst for inst in page if 'services' not in inst]
     if lacking:
@@ -205,7 +203,7 @@ def _fill_services(driver, listing, page):
                              lambda inst: inst.cell_id)
 
 
-def _page_specs(driver, page, context, uuids):
+def page_specs(driver, page, context, uuids):
     """The specs Nova's view reads for ``uuids`` of ``page``."""
     with request_specs.digests_from(_spec_digests(driver, page)):
         return request_specs.get_by_instance_uuids(context, uuids)
@@ -291,7 +289,7 @@ def render_listed(driver, listing, page, cache):
     builder = view.builder()
     if listing.detail or cache is None:
         return render_or_hand(driver, builder, listing, page)
-    with _page_render(cache, listing):
+    with page_render(cache, listing):
         return render_or_hand(driver, builder, listing, page)
 
 
@@ -301,7 +299,7 @@ def project_in_url(listing):
 
 
 @contextlib.contextmanager
-def _page_render(cache, listing):
+def page_render(cache, listing):
     """Within, the request's documents come from ``cache`` where they are.
 
     :returns: the request's ``view.PageRender``.
@@ -313,93 +311,3 @@ def _page_render(cache, listing):
         yield render
     finally:
         environ.pop(view.RENDER, None)
-
-
-def render_cached(driver, listing, records, cache, bodies=None,
-                  groups=None):
-    """A detailed page, its documents from ``cache`` where they are.
-
-    ``records`` are the page's rows read without their joins. The page is
-    rendered once; rows whose documents were missing are then read in full
-    and the page rendered again, those rows by Nova's view.
-
-    :param bodies: ``detail_bodies.cache``'s, or None: with it, a body kept
-        for the page's reads is the answer, and a page whose documents
-        are all kept in ``cache`` once rendered is kept.
-    :param groups: the page's security groups (``security_groups.start``).
-    """
-    context = listing.context
-    page = instances(driver, context, listing, records, full=False)
-    if all(narrow.VERSION in instance for instance in page):
-        # Read by the page's query (narrow.narrowed).
-        versions = {i.uuid: i.get(narrow.VERSION) for i in page}
-    else:
-        versions = driver.versions([i.uuid for i in page])
-    for instance in page:
-        instance.full = False
-        instance.render_version = versions.get(instance.uuid)
-    builder = view.builder()
-    volumes = PageVolumes(driver, getattr(records, 'generation', None))
-    with _page_render(cache, listing) as render, request_specs.given():
-        kept = None
-        if bodies is not None:
-            kept = detail_bodies.PageBody(
-                bodies, builder, listing, page, render, volumes, groups,
-                functools.partial(_page_specs, driver, page),
-                functools.partial(_fill_services, driver, listing))
-            body = kept.kept()
-            if body is not None:
-                return body
-        body = render_or_hand(driver, builder, listing, page,
-                              volumes=volumes)
-        if render.missed:
-            body = _render_missed(driver, builder, listing, page, render,
-                                  volumes)
-        # Kept only if every document is a kept one: not that of a row
-        # written again while the page was rendered.
-        return body if kept is None else kept.keep(body)
-
-
-def _render_missed(driver, builder, listing, page, render, volumes):
-    """The page rendered again, its missed rows read in full."""
-    full = _full_rows(driver, listing, render.missed)
-    # A row written again since the page was read is shown as read in
-    # full, as Nova would show it then, but its document is not kept
-    # under the page's version (nor the page's body with it). Versions
-    # never come back: read after the rows, the same version is theirs.
-    now = driver.versions(list(full)) if full else {}
-    for n, instance in enumerate(page):
-        again = full.get(instance.uuid)
-        if again is not None:
-            again.render_version = (
-                instance.render_version
-                if now.get(instance.uuid) == instance.render_version
-                else None)
-            if narrow.SPEC in instance:
-                # As read with the page, with its version.
-                setattr(again, narrow.SPEC, instance.get(narrow.SPEC))
-            if 'services' in instance:
-                again.services = instance.services
-            page[n] = again
-    render.again()
-    with request_specs.only(render.redo):
-        body = render_or_hand(driver, builder, listing, page,
-                              volumes=volumes)
-    if render.missed:
-        raise NotRendered('servers %s left the index while the page '
-                          'was rendered' % ', '.join(render.missed))
-    return body
-
-
-def _full_rows(driver, listing, uuids):
-    """``{uuid: instance}`` of rows read with their joins, deleted or not."""
-    context = listing.context.elevated(read_deleted='yes')
-    uuids = sorted(set(uuids))
-    # The page's changes were applied before it was read. Without a limit,
-    # Nova's lister reads batch after batch until one comes back empty (a
-    # lookup of the marker, then a query, each with its joins' queries):
-    # limited to a row per uuid, it stops after the first.
-    records = driver.records(context, {'uuid': uuids}, len(uuids), None,
-                             query_attrs(listing), ['uuid'], ['asc'],
-                             catch_up=False)
-    return {i.uuid: i for i in instances(driver, context, listing, records)}

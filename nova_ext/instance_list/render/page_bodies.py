@@ -55,6 +55,7 @@ from nova import conf as nova_conf
 
 from nova_ext.instance_list import lru
 from nova_ext.instance_list.render import encode
+from nova_ext.instance_list.render import kept_bodies
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
@@ -69,56 +70,8 @@ CONF = nova_conf.CONF
 _SHOWN = ('uuid', 'display_name', narrow.SPEC)
 
 
-class Key(tuple):
-    """A body's key, with what its rows show (:func:`key`)."""
-
-    def __new__(cls, parts, shown):
-        made = super().__new__(cls, parts)
-        made.shown = shown
-        return made
-
-    @property
-    def request(self):
-        """The part of the key that is the request's, not its rows'."""
-        return self[:3]
-
-
-class PageBodies(lru.LRUCache):
+class PageBodies(kept_bodies.KeptBodies):
     """Written bodies by :func:`key`, and the last of each request."""
-
-    def __init__(self, size):
-        super().__init__(size)
-        # {request: the Key of its last body}: what the rows show is kept
-        # for that body only, and the body itself only while it is kept.
-        self._last = lru.LRUCache(size)
-        #: How many bodies were written from the last one.
-        self.patches = 0
-
-    def put(self, key, value):
-        super().put(tuple(key) if isinstance(key, Key) else key, value)
-        self.given(key, value)
-
-    def given(self, key, value):
-        """``value`` is the last body given for ``key``'s request."""
-        if (isinstance(key, Key) and value.starts is not None and
-                self._last.peek(key.request) != key):
-            self._last.put(key.request, key)
-
-    def last(self, key):
-        """``(what its rows show, body)`` last given for ``key``'s request.
-
-        None if there is none, or it is no longer kept.
-        """
-        last = self._last.peek(key.request)
-        if last is None:
-            return None
-        written = self.peek(tuple(last))
-        return None if written is None else (last.shown, written)
-
-    def patched(self):
-        """A body was written from the last one (:func:`_patched`)."""
-        with self._lock:
-            self.patches += 1
 
 
 _CACHE = lru.PerProcess(PageBodies, 'page_cache_size')
@@ -155,9 +108,9 @@ def key(request, project_in_url, records):
     if any(column.count(None) != len(column) for column in refusable):
         shown.extend(refusable)
     digest = hashlib.blake2b(repr(shown).encode('utf-8'), digest_size=16)
-    return Key((render_cache.request_key(request, project_in_url),
-                request.url, CONF.api.max_limit, len(records),
-                digest.digest()), shown)
+    return kept_bodies.Key(
+        (render_cache.request_key(request, project_in_url), request.url,
+         CONF.api.max_limit, len(records), digest.digest()), shown)
 
 
 def body(bodies, key, render, render_rows=None):

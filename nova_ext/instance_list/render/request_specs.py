@@ -263,13 +263,39 @@ def _specs(context, instance_uuids):
     return specs, left
 
 
+_PAGE = contextvars.ContextVar('nova_ext_request_specs_page',
+                               default=None)
+
+
+@contextlib.contextmanager
+def of_page(uuids):
+    """Within, the specs of some of ``uuids`` are those given for all.
+
+    For some servers of a page rendered alone, as the whole page would
+    render them (``detail_bodies``): Nova's view reads the specs of a
+    page once, for all its servers. Within :func:`given`, where the page's
+    were given, each of its servers gets that answer's spec.
+    """
+    token = _PAGE.set(tuple(uuids))
+    try:
+        yield
+    finally:
+        _PAGE.reset(token)
+
+
 def get_by_instance_uuids(context, instance_uuids):
     """As ``RequestSpec.get_by_instance_uuids``, for the server view.
 
     Within :func:`given`, the same servers asked again get the same
-    answer.
+    answer; within :func:`of_page` too, some of the page's servers.
     """
     given = _GIVEN.get()
+    page = _PAGE.get()
+    if given is not None and page is not None:
+        whole = given.get((id(context), page, None))
+        asked = set(instance_uuids)
+        if whole is not None and asked <= set(page):
+            return [spec for spec in whole if spec.instance_uuid in asked]
     asked = (id(context), tuple(instance_uuids), _ONLY.get())
     if given is not None and asked in given:
         return given[asked]

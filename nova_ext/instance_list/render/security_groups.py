@@ -98,8 +98,31 @@ class _PageGroups(object):
         return self.bindings(self.context,
                              [{'id': uuid} for uuid in self.uuids])
 
+    def part(self, uuids):
+        """The groups of some of the page's servers, rendered alone.
+
+        As the whole page would show them: this page's answer, for those
+        servers (``detail_bodies``).
+        """
+        return _Part(self, uuids)
+
     def _answer(self, context, servers):
         raise NotImplementedError()
+
+
+class _Part(object):
+    """Some servers of a page, with the page's groups (``part``)."""
+
+    def __init__(self, page, uuids):
+        self._page = page
+        self._uuids = list(uuids)
+
+    def bindings(self, context, servers):
+        if (context is not self._page.context or
+                [server['id'] for server in servers] != self._uuids):
+            return security_group_api.bindings(context, servers)
+        given = self._page.page()
+        return {uuid: given[uuid] for uuid in self._uuids if uuid in given}
 
 
 class Lookup(_PageGroups):

@@ -24,6 +24,7 @@ result to Nova's.
 
 import contextlib
 import contextvars
+import copy
 import functools
 
 from nova_ext.instance_list.render import encode
@@ -75,7 +76,7 @@ class PageRender(object):
 
     A row read without its joins (``full`` false) whose document is not
     cached is recorded in ``missed`` and given a placeholder; the page is
-    then rendered again with those rows read in full (fastpath.py), and
+    then rendered again with those rows read in full (detailed.py), and
     only those: the others keep the documents the first pass found.
     """
 
@@ -92,6 +93,12 @@ class PageRender(object):
         self.zones = {}
         #: The flags Nova's view passed with the page's last document.
         self.flags = None
+
+    def part(self):
+        """A render of some of the page's servers, with the page's zones."""
+        made = copy.copy(self)
+        made.missed, made.redo, made._found, made.flags = [], None, {}, None
+        return made
 
     def again(self):
         """Before the page is rendered again: render the missed only."""

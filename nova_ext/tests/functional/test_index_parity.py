@@ -36,7 +36,7 @@ from nova_ext.index.repair import sync
 from nova_ext.index import schema
 from nova_ext.instance_list import page_cache
 from nova_ext.instance_list.render import detail_bodies
-from nova_ext.instance_list.render import fastpath
+from nova_ext.instance_list.render import detailed
 from nova_ext.instance_list.render import page_bodies
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
@@ -466,6 +466,23 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
              'servers?deleted=true&all_tenants=1')
     LIST_VERSIONS = ('2.1', '2.96', 'latest')
 
+    def _counted_answer(self, bodies, uri):
+        """The admin's answer to ``uri``, checked Nova's, and its counts.
+
+        ``(bodies kept given, documents looked up in the render cache,
+        bodies patched, the answer)``.
+        """
+        documents = render_cache.cache(ext_conf.CONF)
+        hits = bodies.hits
+        looked = documents.hits + documents.misses
+        patched = self.selector.stats.snapshot()['bodies_patched']
+        got = TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
+                                               served=True)
+        return (bodies.hits - hits,
+                documents.hits + documents.misses - looked,
+                self.selector.stats.snapshot()['bodies_patched'] - patched,
+                got)
+
     def test_documents_come_from_the_cache(self):
         cache = render_cache.cache(ext_conf.CONF)
         uri = 'servers/detail?all_tenants=1'
@@ -569,6 +586,57 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         TestIndexParity.assertSameAnswer(self, self.api, uri, served=True)
         self.assertEqual(hits + 1, bodies.hits)
 
+    def test_changed_servers_alone_are_rendered_again_in_detail(self):
+        # After writes, GET /servers/detail is the body given before with
+        # the documents of the changed servers alone rendered again: the
+        # others are not looked up. The answer is Nova's, byte for byte,
+        # right after; then it is the body kept.
+        bodies = detail_bodies.cache(ext_conf.CONF)
+        every = 'servers/detail?all_tenants=1'
+        # From 2.96 Nova's view reads the request specs: a page without
+        # the server whose spec Nova builds (grouped2).
+        last = every + '&sort_key=display_name&sort_dir=desc&limit=4'
+
+        def answer(uri):
+            return self._counted_answer(bodies, uri)
+
+        for version, uri in (('2.1', every), ('latest', last)):
+            self.admin_api.microversion = version
+            self._get(self.admin_api, uri)
+            self._get(self.admin_api, uri)
+            kept, looked, patched, got = answer(uri)
+            self.assertEqual((1, 0, 0), (kept, looked, patched), version)
+            shown = [s['id'] for s in got.json()['servers']]
+            self.assertGreater(len(shown), 2)
+            renamed, tagged = shown[1], shown[-1]
+            self.admin_api.put_server(renamed, {'server': {
+                'name': got.json()['servers'][1]['name'] + '-' + version}})
+            self.admin_api.post_server_metadata(tagged, {'color': version})
+            self.sync_index()
+            kept, looked, patched, got = answer(uri)
+            # Each changed server's document is looked up twice: with the
+            # row read for the page, then with the row read in full.
+            self.assertEqual((0, 4, 1), (kept, looked, patched), version)
+            servers = {s['id']: s for s in got.json()['servers']}
+            self.assertTrue(servers[renamed]['name'].endswith(version))
+            self.assertEqual(version, servers[tagged]['metadata']['color'])
+            self.assertEqual((1, 0, 0), answer(uri)[:3], version)
+        # Nova builds grouped2's spec, reading its group again for the
+        # hints it shows: the group deleted, its hint is gone. Its document
+        # alone is rendered again, with the spec the page's view is given.
+        grouped = self.servers['grouped2']['id']
+        for _ in range(2):
+            self._get(self.admin_api, every)
+        self.assertEqual((1, 0, 0), answer(every)[:3])
+        for group in self.admin_api.api_get(
+                '/os-server-groups?all_projects=True').body['server_groups']:
+            self.admin_api.api_delete('/os-server-groups/%s' % group['id'])
+        kept, looked, patched, got = answer(every)
+        self.assertEqual((0, 2, 1), (kept, looked, patched))
+        hints = [s['scheduler_hints'] for s in got.json()['servers']
+                 if s['id'] == grouped][0]
+        self.assertNotIn('group', hints)
+
     def test_a_row_written_again_while_its_page_renders(self):
         # Between the page's read and the read in full of its changed
         # server, Nova writes that server again: the page shows it as read
@@ -582,7 +650,7 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         uuid = self.servers['active1']['id']
         self.admin_api.put_server(uuid, {'server': {'name': 'read-first'}})
         self.sync_index()
-        real, calls = fastpath._full_rows, []
+        real, calls = detailed._full_rows, []
 
         def written_again(driver, listing, uuids):
             calls.append(sorted(uuids))
@@ -599,7 +667,7 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
             self.sync_index()
             return real(driver, listing, uuids)
         kept, cached = len(bodies), len(documents)
-        with mock.patch.object(fastpath, '_full_rows',
+        with mock.patch.object(detailed, '_full_rows',
                                side_effect=written_again):
             got = TestIndexParity.assertSameAnswer(
                 self, self.admin_api, uri, served=True)
@@ -924,21 +992,12 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         # others are not looked up. The answer is Nova's, byte for byte,
         # right after; then it is the body kept.
         bodies = page_bodies.cache(ext_conf.CONF)
-        documents = render_cache.cache(ext_conf.CONF)
         uri = self.LISTS[0]
         renamed = [self.servers[label]['id']
                    for label in ('active1', 'stopped1')]
 
         def answer():
-            hits = bodies.hits
-            looked = documents.hits + documents.misses
-            patched = self.selector.stats.snapshot()['bodies_patched']
-            got = TestIndexParity.assertSameAnswer(self, self.admin_api, uri,
-                                                   served=True)
-            return (bodies.hits - hits,
-                    documents.hits + documents.misses - looked,
-                    self.selector.stats.snapshot()['bodies_patched'] -
-                    patched, got)
+            return self._counted_answer(bodies, uri)
 
         self._get(self.admin_api, uri)
         kept, looked, patched, got = answer()
@@ -966,7 +1025,7 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
                 'server': {'name': 'again-' + label}})
         self.sync_index()
         reads, full = [], []
-        wrapped = fastpath._full_rows
+        wrapped = detailed._full_rows
 
         def full_rows(driver, listing, uuids):
             full.append(sorted(uuids))
@@ -979,7 +1038,7 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         sa.event.listen(engine, 'before_cursor_execute', executed)
         self.addCleanup(sa.event.remove, engine, 'before_cursor_execute',
                         executed)
-        with mock.patch.object(fastpath, '_full_rows', full_rows):
+        with mock.patch.object(detailed, '_full_rows', full_rows):
             got = TestIndexParity.assertSameAnswer(self, self.admin_api,
                                                    uri, served=True)
         self.assertEqual([sorted(self.servers[label]['id']

@@ -69,6 +69,8 @@ class TestPageBody(base.TestCase):
         self.url = 'http://api/v2.1/servers/detail?all_tenants=1'
         self.version = '2.100'
         self.rows = {uuid: {} for uuid in UUIDS}
+        #: The page's servers, in its order.
+        self.order = list(UUIDS)
         # What each server's spec gives the view: (zone, hints).
         self.specs = {UUIDS[0]: ('az1', {'group': ['g1']}),
                       UUIDS[1]: (None, None)}
@@ -104,10 +106,12 @@ class TestPageBody(base.TestCase):
         request.api_version_request = api_version_request.APIVersionRequest(
             self.version)
         request.environ['nova.context'] = self.context
-        page = [self._instance(uuid, **self.rows[uuid]) for uuid in UUIDS]
+        page = [self._instance(uuid, **self.rows[uuid])
+                for uuid in self.order]
         lookup = groups
         if groups is True:
-            lookup = security_groups.Kept(self.context, UUIDS, self.groups)
+            lookup = security_groups.Kept(self.context, self.order,
+                                          self.groups)
         self.render = view.PageRender(self.docs, request, '')
         listing = controller.Listing(request, True, self.context,
                                      {'expected_attrs': self.expected})
@@ -120,7 +124,7 @@ class TestPageBody(base.TestCase):
         """The body Nova's view makes of the page, its documents kept."""
         self.render.flags = self.decisions[:2]
         servers = []
-        for uuid in UUIDS:
+        for uuid in self.order:
             doc = encode.Shown(encode.Kept(id=uuid, name='srv'))
             doc['host_status'] = ''
             groups = self.groups[uuid]
@@ -248,3 +252,103 @@ class TestPageBody(base.TestCase):
         for server in body['servers']:
             del server['host_status']
         self.assertIs(encode.Written, type(page_body.keep(body)))
+
+    def _rows(self, page_body, **changed):
+        """``render_rows`` of Nova's view, recording the positions asked.
+
+        :param changed: what a document shows, by uuid, as ``_body``.
+        """
+        asked = []
+
+        def render_rows(positions):
+            asked.append(positions)
+            servers = self._body(page_body, **changed)['servers']
+            return ({'servers': [servers[n] for n in positions]},
+                    self.decisions[:2])
+        return render_rows, asked
+
+    def _patched(self, **changed):
+        """``(patched body, positions rendered)`` of the page now."""
+        page_body = self._page_body()
+        self.assertIsNone(page_body.kept())
+        render_rows, asked = self._rows(page_body, **changed)
+        return page_body.patched(render_rows), asked
+
+    def test_servers_read_otherwise_alone_are_written_again(self):
+        self.assertIsNotNone(self._kept())
+        name = {UUIDS[1]: {'name': 'renamed'}}
+        self.rows[UUIDS[1]] = {'version': 2.5}
+        got, asked = self._patched(**name)
+        self.assertEqual([[1]], asked)
+        self.assertEqual(jsonutils.dumps(self._body(None, **name)), got.text)
+        self.assertEqual(1, self.bodies.patches)
+        # Kept: the next request with the same reads is its text.
+        self.assertIs(got, self._page_body().kept())
+        # The groups of the first server: its document alone, from the
+        # body just patched.
+        self.groups[UUIDS[0]] = [{'name': 'web'}]
+        got, asked = self._patched(**name)
+        self.assertEqual([[0]], asked)
+        self.assertEqual(jsonutils.dumps(self._body(None, **name)), got.text)
+        self.assertEqual(2, self.bodies.patches)
+
+    def test_what_cannot_be_patched_is_rendered_whole(self):
+        self.assertIsNotNone(self._kept())
+        url = self.url
+        # Another request; the servers in another order; none before.
+        self.url = url + '&limit=2'
+        self.assertEqual((None, []), self._patched())
+        self.url = url
+        self.order.reverse()
+        self.assertEqual((None, []), self._patched())
+        self.order.reverse()
+        self.bodies = detail_bodies.DetailBodies(10)
+        self.rows[UUIDS[1]] = {'version': 2.5}
+        self.assertEqual((None, []), self._patched())
+        self.assertEqual(0, self.bodies.patches)
+
+    def test_a_document_not_as_read_is_not_patched(self):
+        # Nova's view decides and asks again as it renders.
+        self.assertIsNotNone(self._kept())
+        self.rows[UUIDS[0]] = {'version': 2.5}
+        for changed in ({'host_status': 'UP'},
+                        {'security_groups': [{'name': 'x'}]}):
+            got, asked = self._patched(**{UUIDS[0]: changed})
+            self.assertEqual((None, [[0]]), (got, asked), changed)
+        page_body = self._page_body()
+        page_body.kept()
+        render_rows, _asked = self._rows(page_body)
+
+        def other_flags(positions):
+            return render_rows(positions)[0], (False, True)
+        self.assertIsNone(page_body.patched(other_flags))
+        self.assertEqual(0, self.bodies.patches)
+
+    def test_a_row_written_again_is_shown_not_kept(self):
+        # Read in full after its row was written again, a document is not
+        # one the render cache keeps: the answer, but the body is not kept.
+        self.assertIsNotNone(self._kept())
+        self.rows[UUIDS[1]] = {'version': 2.5}
+        page_body = self._page_body()
+        self.assertIsNone(page_body.kept())
+        render_rows, _asked = self._rows(page_body, **{
+            UUIDS[1]: {'name': 'later'}})
+
+        def read_again(positions):
+            body, flags = render_rows(positions)
+            body['servers'] = [dict(doc) for doc in body['servers']]
+            return body, flags
+        got = page_body.patched(read_again)
+        self.assertEqual(jsonutils.dumps(self._body(None, **{
+            UUIDS[1]: {'name': 'later'}})), got.text)
+        self.assertEqual(1, self.bodies.patches)
+        self.assertIsNone(self._page_body().kept())
+
+    def test_an_evicted_body_is_not_patched(self):
+        self.bodies = detail_bodies.DetailBodies(1)
+        self.assertIsNotNone(self._kept())
+        self.url += '&limit=2'
+        self.assertIsNotNone(self._kept())
+        self.url = self.url[:-len('&limit=2')]
+        self.rows[UUIDS[1]] = {'version': 2.5}
+        self.assertEqual((None, []), self._patched())

@@ -128,6 +128,29 @@ class TestRequestSpecs(base.TestCase):
         request_specs.get_by_instance_uuids(None, ['a', 'b'])
         self.assertEqual(3, self.built.call_count)
 
+    def test_servers_of_a_page_get_the_page_s_specs(self):
+        # Some servers of a page, rendered alone as the whole page would
+        # render them: the specs given for the page, not built again.
+        self.stored = {'a': _spec('az1', group={'name': 'g'}),
+                       'b': _spec('az2')}
+        self.built.side_effect = lambda ctx, uuids: [
+            request_specs.Spec(uuid, 'built', None) for uuid in uuids]
+        with request_specs.given():
+            page = request_specs.get_by_instance_uuids(None, ['a', 'b'])
+            with request_specs.of_page(['a', 'b']):
+                some = request_specs.get_by_instance_uuids(None, ['a'])
+                with request_specs.only(['a']):
+                    again = request_specs.get_by_instance_uuids(None, ['a'])
+            built = [spec for spec in page if spec.instance_uuid == 'a']
+            self.assertEqual(1, len(built))
+            self.assertEqual(built, some)
+            self.assertEqual(built, again)
+            self.assertEqual(1, self.built.call_count)
+            # Of another page than the one given: asked.
+            with request_specs.of_page(['b', 'a']):
+                request_specs.get_by_instance_uuids(None, ['a'])
+            self.assertEqual(2, self.built.call_count)
+
     def test_a_spec_nova_cannot_load_hands_the_request_to_nova(self):
         # Nova's view loads it and fails the list: so does Nova's answer.
         self.stored = {'a': _spec('az1'), 'b': _unloadable('az2')}

@@ -114,6 +114,20 @@ class TestLookup(base.TestCase):
         self.assertEqual([(threading.get_ident(), ['a', 'c'])],
                          [(thread, ids) for thread, ids, _ in self.asked])
 
+    def test_some_servers_rendered_alone_get_the_page_s_answer(self):
+        lookup = self._start(['a', 'b', 'c'])
+        page = lookup.page()
+        self.asked.clear()
+        part = lookup.part(['c', 'a'])
+        self.assertEqual({'c': page['c'], 'a': page['a']},
+                         part.bindings(self.context, self._docs(['c', 'a'])))
+        self.assertEqual([], self.asked)
+        # Other servers, or another context: asked for now, as Nova asks.
+        part.bindings(self.context, self._docs(['a', 'c']))
+        part.bindings(oslo_context.RequestContext(), self._docs(['c', 'a']))
+        self.assertEqual([['a', 'c'], ['c', 'a']],
+                         [ids for _, ids, _ in self.asked])
+
     def test_another_context_asks_with_its_own(self):
         lookup = self._start(['a'])
         lookup.bindings(self.context, self._docs(['a']))

@@ -1,0 +1,151 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A detailed page rendered with the render cache and the kept bodies.
+
+The page's rows are read without their joins; its body is the one kept
+for what the page reads (``detail_bodies``), else the last body given for
+the same request with the documents of the servers that read otherwise
+written again, else the page rendered by Nova's view, the documents
+from the render cache where they are and the other rows read in full.
+"""
+
+import functools
+
+from nova_ext.instance_list.render import detail_bodies
+from nova_ext.instance_list.render import fastpath
+from nova_ext.instance_list.render import narrow
+from nova_ext.instance_list.render import request_specs
+from nova_ext.instance_list.render import view
+
+
+def render_cached(driver, listing, records, cache, bodies=None,
+                  groups=None):
+    """A detailed page, its documents from ``cache`` where they are.
+
+    ``records`` are the page's rows read without their joins. The page is
+    rendered once; rows whose documents were missing are then read in full
+    and the page rendered again, those rows by Nova's view.
+
+    :param bodies: ``detail_bodies.cache``'s, or None: with it, a body kept
+        for the page's reads is the answer, and a page whose documents
+        are all kept in ``cache`` once rendered is kept.
+    :param groups: the page's security groups (``security_groups.start``).
+    """
+    context = listing.context
+    page = fastpath.instances(driver, context, listing, records, full=False)
+    if all(narrow.VERSION in instance for instance in page):
+        # Read by the page's query (narrow.narrowed).
+        versions = {i.uuid: i.get(narrow.VERSION) for i in page}
+    else:
+        versions = driver.versions([i.uuid for i in page])
+    for instance in page:
+        instance.full = False
+        instance.render_version = versions.get(instance.uuid)
+    builder = view.builder()
+    volumes = fastpath.PageVolumes(driver,
+                                   getattr(records, 'generation', None))
+    with fastpath.page_render(cache, listing) as render, \
+            request_specs.given():
+        kept = None
+        if bodies is not None:
+            kept = detail_bodies.PageBody(
+                bodies, builder, listing, page, render, volumes, groups,
+                functools.partial(fastpath.page_specs, driver, page),
+                functools.partial(fastpath.fill_services, driver, listing))
+            body = kept.kept()
+            if body is None:
+                body = kept.patched(functools.partial(
+                    _render_rows, driver, builder, listing, page, render,
+                    volumes, groups))
+            if body is not None:
+                return body
+        body = fastpath.render_or_hand(driver, builder, listing, page,
+                                       volumes=volumes)
+        if render.missed:
+            body = _render_missed(driver, builder, listing, page, render,
+                                  volumes)
+        # Kept only if every document is a kept one: not that of a row
+        # written again while the page was rendered.
+        return body if kept is None else kept.keep(body)
+
+
+def _render_rows(driver, builder, listing, page, render, volumes, groups,
+                 positions):
+    """``(body, flags)`` of the servers at ``positions`` of ``page`` alone.
+
+    Rendered by Nova's view as the whole page would render them, from
+    what the page read (``detail_bodies.PageBody.patched``): its zones,
+    volumes, request specs and security groups. The flags are those the
+    view passed to ``show``.
+    """
+    rows = [page[n] for n in positions]
+    uuids = [instance.uuid for instance in rows]
+    environ = listing.request.environ
+    environ[view.RENDER] = part = render.part()
+    try:
+        with request_specs.of_page([i.uuid for i in page]), \
+                view.groups_from(groups.part(uuids)):
+            body = fastpath.render_or_hand(driver, builder, listing, rows,
+                                           volumes=volumes)
+            if part.missed:
+                body = _render_missed(driver, builder, listing, rows, part,
+                                      volumes)
+    finally:
+        environ[view.RENDER] = render
+    return body, part.flags
+
+
+def _render_missed(driver, builder, listing, page, render, volumes):
+    """The page rendered again, its missed rows read in full."""
+    full = _full_rows(driver, listing, render.missed)
+    # A row written again since the page was read is shown as read in
+    # full, as Nova would show it then, but its document is not kept
+    # under the page's version (nor the page's body with it). Versions
+    # never come back: read after the rows, the same version is theirs.
+    now = driver.versions(list(full)) if full else {}
+    for n, instance in enumerate(page):
+        again = full.get(instance.uuid)
+        if again is not None:
+            again.render_version = (
+                instance.render_version
+                if now.get(instance.uuid) == instance.render_version
+                else None)
+            if narrow.SPEC in instance:
+                # As read with the page, with its version.
+                setattr(again, narrow.SPEC, instance.get(narrow.SPEC))
+            if 'services' in instance:
+                again.services = instance.services
+            page[n] = again
+    render.again()
+    with request_specs.only(render.redo):
+        body = fastpath.render_or_hand(driver, builder, listing, page,
+                                       volumes=volumes)
+    if render.missed:
+        raise fastpath.NotRendered(
+            'servers %s left the index while the page was rendered' %
+            ', '.join(render.missed))
+    return body
+
+
+def _full_rows(driver, listing, uuids):
+    """``{uuid: instance}`` of rows read with their joins, deleted or not."""
+    context = listing.context.elevated(read_deleted='yes')
+    uuids = sorted(set(uuids))
+    # The page's changes were applied before it was read. Without a limit,
+    # Nova's lister reads batch after batch until one comes back empty (a
+    # lookup of the marker, then a query, each with its joins' queries):
+    # limited to a row per uuid, it stops after the first.
+    records = driver.records(context, {'uuid': uuids}, len(uuids), None,
+                             fastpath.query_attrs(listing), ['uuid'], ['asc'],
+                             catch_up=False)
+    return {i.uuid: i for i in
+            fastpath.instances(driver, context, listing, records)}
