@@ -157,18 +157,15 @@ class PageBody(object):
         last = self._bodies.last(self._key)
         if last is None:
             return None
-        before, written = last
-        now = self._key.shown
+        (uuids, before), written = last
+        now = self._key.shown[1]
         # A body whose documents are not one per server (Nova's view
         # leaves a row out) cannot be patched by position.
-        if len(before) != len(now) or len(written.starts) != len(now):
+        if (uuids != self._key.shown[0] or
+                len(written.starts) != len(now)):
             return None
-        changed = []
-        for n, (was, read) in enumerate(zip(before, now)):
-            if was[0] != read[0]:
-                return None
-            if was != read:
-                changed.append(n)
+        changed = [n for n, (was, read) in enumerate(zip(before, now))
+                   if was != read]
         if not changed:
             return None
         body, flags = render_rows(changed)
@@ -235,18 +232,21 @@ class PageBody(object):
                 status = None
             found = groups.get(uuid) or None
             expected.append((uuid, status, found))
-            reads.append((
+            # As text: what two reads write alike is the same read, as
+            # the digest tells them; and the text holds no object of the
+            # request (groups, hints) for as long as it is kept.
+            reads.append(repr((
                 uuid, instance.render_version, instance.get(narrow.SPEC),
                 render_cache.zone(context, instance, zones),
                 render_cache.shown_volumes(volumes, uuid),
-                shown(uuid), status, found))
+                shown(uuid), status, found)))
         self._expected = expected
-        digest = hashlib.blake2b(repr(reads).encode('utf-8'),
+        digest = hashlib.blake2b(('[%s]' % ', '.join(reads)).encode('utf-8'),
                                  digest_size=16).digest()
         return _Key((self._render.request_part, request.url,
                      CONF.api.max_limit, flags,
                      listing.kwargs.get('cell_down_support', False),
-                     len(reads), digest), reads)
+                     len(reads), digest), (uuids, reads))
 
     def _shown_specs(self, request, context, uuids):
         """What the view shows of each server's spec, as ``_list_view``."""

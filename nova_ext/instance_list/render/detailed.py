@@ -53,8 +53,11 @@ def render_cached(driver, listing, records, cache, bodies=None,
     builder = view.builder()
     volumes = fastpath.PageVolumes(driver,
                                    getattr(records, 'generation', None))
+    # Nova's view reads the page's specs once: a second pass, or some
+    # servers rendered alone, show the specs the page was given.
     with fastpath.page_render(cache, listing) as render, \
-            request_specs.given():
+            request_specs.given(), \
+            request_specs.of_page([i.uuid for i in page]):
         kept = None
         if bodies is not None:
             kept = detail_bodies.PageBody(
@@ -84,16 +87,16 @@ def _render_rows(driver, builder, listing, page, render, volumes, groups,
 
     Rendered by Nova's view as the whole page would render them, from
     what the page read (``detail_bodies.PageBody.patched``): its zones,
-    volumes, request specs and security groups. The flags are those the
-    view passed to ``show``.
+    volumes, request specs (within :func:`render_cached`'s
+    ``request_specs.of_page``) and security groups. The flags are those
+    the view passed to ``show``.
     """
     rows = [page[n] for n in positions]
     uuids = [instance.uuid for instance in rows]
     environ = listing.request.environ
     environ[view.RENDER] = part = render.part()
     try:
-        with request_specs.of_page([i.uuid for i in page]), \
-                view.groups_from(groups.part(uuids)):
+        with view.groups_from(groups.part(uuids)):
             body = fastpath.render_or_hand(driver, builder, listing, rows,
                                            volumes=volumes)
             if part.missed:

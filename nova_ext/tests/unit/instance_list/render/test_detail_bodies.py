@@ -292,6 +292,15 @@ class TestPageBody(base.TestCase):
         self.assertEqual(jsonutils.dumps(self._body(None, **name)), got.text)
         self.assertEqual(2, self.bodies.patches)
 
+    def test_a_read_written_otherwise_is_read_otherwise(self):
+        # Equal values the document writes apart (False, 0): the server
+        # is rendered again, as the page's digest tells it apart.
+        self.assertIsNotNone(self._kept())
+        self.found[UUIDS[0]][0]['delete_on_termination'] = 0
+        got, asked = self._patched()
+        self.assertEqual([[0]], asked)
+        self.assertIsNotNone(got)
+
     def test_what_cannot_be_patched_is_rendered_whole(self):
         self.assertIsNotNone(self._kept())
         url = self.url
