@@ -276,7 +276,8 @@ def of_page(uuids):
     page once, for all its servers. Within :func:`given`, where the page's
     were given, each of its servers gets that answer's spec.
     """
-    token = _PAGE.set(tuple(uuids))
+    page = tuple(uuids)
+    token = _PAGE.set((page, frozenset(page)))
     try:
         yield
     finally:
@@ -291,12 +292,15 @@ def get_by_instance_uuids(context, instance_uuids):
     """
     given = _GIVEN.get()
     page = _PAGE.get()
-    if given is not None and page is not None:
-        whole = given.get((id(context), page, None))
-        asked = set(instance_uuids)
-        if whole is not None and asked <= set(page):
+    uuids = tuple(instance_uuids)
+    # The page itself, unrestricted, is the answer given below.
+    if given is not None and page is not None and (
+            uuids != page[0] or _ONLY.get() is not None):
+        whole = given.get((id(context), page[0], None))
+        asked = set(uuids)
+        if whole is not None and asked <= page[1]:
             return [spec for spec in whole if spec.instance_uuid in asked]
-    asked = (id(context), tuple(instance_uuids), _ONLY.get())
+    asked = (id(context), uuids, _ONLY.get())
     if given is not None and asked in given:
         return given[asked]
     specs, left = _specs(context, instance_uuids)
