@@ -124,17 +124,20 @@ class Feed(object):
     """Neutron's notifications, read by a thread of this process."""
 
     def __init__(self, url, exchange='neutron', topics=('notifications',),
-                 ssl=None, call_timeout=300.0):
+                 ssl=None, call_timeout=300.0, heartbeat=_HEARTBEAT):
         """Start reading Neutron's notifications on ``url``.
 
         :param call_timeout: the seconds a change counts as under way
             without its ``.end``, and after the queue is bound.
+        :param heartbeat: the AMQP heartbeat, in seconds, that the feed's
+            connection asks RabbitMQ for.
         """
         self.url = kombu_url(url)
         self.exchange = exchange
         self.topics = tuple(topics)
         self.ssl = ssl
         self.call_timeout = call_timeout
+        self.heartbeat = heartbeat
         #: This feed's epochs are its own: another's may count the same.
         self.ident = uuid.uuid4().hex
         #: Grows with each change counted and each reconnection.
@@ -175,7 +178,7 @@ class Feed(object):
             self._stopped.wait(_pause(failures) if failures else 0.1)
 
     def _consume(self):
-        with self._connection(_HEARTBEAT) as conn:
+        with self._connection(self.heartbeat) as conn:
             conn.ensure_connection(max_retries=1)
             channel = conn.channel()
             # Named here: kombu declares it again when it consumes, which
@@ -203,11 +206,17 @@ class Feed(object):
                 LOG.info('nova_ext reads Neutron\'s notifications (exchange '
                          '%s, topics %s)', self.exchange,
                          ', '.join(self.topics))
+                # The consumer sends nothing of its own (no acks; markers
+                # go out on the publisher's connection), so RabbitMQ hears
+                # from it only by its heartbeats: one is due however busy
+                # the queue is, or RabbitMQ closes the connection.
+                poll = min(_POLL, self.heartbeat / 4.0 or _POLL)
                 while not self._stopped.is_set():
                     try:
-                        conn.drain_events(timeout=_POLL)
+                        conn.drain_events(timeout=poll)
                     except socket.timeout:
-                        conn.heartbeat_check()
+                        pass
+                    conn.heartbeat_check()
 
     def _read(self, body, message):
         if isinstance(body, dict) and _MARKER in body:

@@ -31,6 +31,10 @@ WAIT = 10
 #: The feed's call_timeout here: how long it proves nothing after it binds
 #: its queue, or after a change started that has not ended.
 CALL_TIMEOUT = 1.0
+#: The AMQP heartbeat of a feed whose connection is watched here, in
+#: seconds: RabbitMQ closes a connection it hears nothing from for about
+#: twice as long.
+HEARTBEAT = 2
 
 
 def neutron_notifier(test, url):
@@ -199,6 +203,26 @@ class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
                 while 'port.update.end' not in got:
                     conn.drain_events(timeout=WAIT)
         self.assertEqual(['port.create.end', 'port.update.end'], got)
+
+    def test_a_busy_feed_keeps_its_connection(self):
+        # Each detailed page sends a marker: in a busy nova-api the queue
+        # is never idle for a poll, and the feed must still send RabbitMQ
+        # its heartbeats, or lose its connection, and every page its kept
+        # answer, again and again.
+        self.notifier.info({}, 'port.create.end', {'port': {}})
+        feed = neutron_feed.Feed(self.url, call_timeout=CALL_TIMEOUT,
+                                 heartbeat=HEARTBEAT)
+        self.addCleanup(feed.stop)
+        self.assertTrue(feed.wait_ready(60))
+        first = proven(self, feed)
+        confirmed = 0
+        deadline = time.monotonic() + 6 * HEARTBEAT
+        while time.monotonic() < deadline:
+            self.assertEqual(first, feed.confirm(WAIT))
+            confirmed += 1
+            time.sleep(0.05)
+        self.assertTrue(feed.ready)
+        self.assertGreater(confirmed, 6 * HEARTBEAT)
 
     def test_a_lost_connection_is_a_change(self):
         feed = self._ready_feed()
