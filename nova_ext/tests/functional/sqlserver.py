@@ -150,20 +150,26 @@ class _Server(object):
                     raise ServerUnavailable('%s: %s\n%s' % (
                         type(self).__name__, e, _tail(self.log)))
 
-    def create_database(self, name):
-        """Create the database ``name``; returns its SQLAlchemy URL."""
-        # The port answers a moment before logins are accepted.
+    def _logged_in(self):
+        """A connection from :meth:`_connect`, once logins are accepted.
+
+        The port answers a moment before they are: PostgreSQL refuses
+        them while it starts up ("the database system is starting up").
+        """
         deadline = time.monotonic() + 30
         while True:
             try:
-                conn = self._connect()
-                break
+                return self._connect()
             except (psycopg2.OperationalError,
                     pymysql.err.OperationalError) as e:
                 if time.monotonic() > deadline:
                     raise ServerUnavailable('%s: %s\n%s' % (
                         type(self).__name__, e, _tail(self.log)))
                 time.sleep(0.2)
+
+    def create_database(self, name):
+        """Create the database ``name``; returns its SQLAlchemy URL."""
+        conn = self._logged_in()
         try:
             # As an operator would: no character set, the server's.
             conn.cursor().execute('CREATE DATABASE %s' % name)
@@ -193,13 +199,18 @@ class _Server(object):
                 stdin=subprocess.DEVNULL, start_new_session=True)
 
     def resume(self):
-        """Start the halted server again, on its port, with its data."""
+        """Start the halted server again, on its port, with its data.
+
+        Returns once it accepts logins, as a server an operator started
+        again is back once it does.
+        """
         self._spawn()
         try:
             _wait_for_port(self.port, self.proc)
         except ServerUnavailable as e:
             raise ServerUnavailable('%s: %s\n%s' % (
                 type(self).__name__, e, _tail(self.log)))
+        self._logged_in().close()
 
     def stop(self):
         self._terminate()
