@@ -17,9 +17,11 @@ publisher confirms): each ``info`` returns once RabbitMQ has the message,
 as Neutron's answer to a change waits for it.
 """
 
+import logging
 import time
 import uuid
 
+import fixtures
 import kombu
 from oslo_context import context
 from oslotest import base
@@ -35,6 +37,9 @@ CALL_TIMEOUT = 1.0
 #: seconds: RabbitMQ closes a connection it hears nothing from for about
 #: twice as long.
 HEARTBEAT = 2
+#: Connections closed one after another by RabbitMQ in a test: counted as
+#: failures in a row, the fifth would wait 8 s before it reconnects.
+LOSSES = 5
 
 
 def neutron_notifier(test, url):
@@ -223,6 +228,24 @@ class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
             time.sleep(0.05)
         self.assertTrue(feed.ready)
         self.assertGreater(confirmed, 6 * HEARTBEAT)
+
+    def test_each_lost_connection_is_told_and_retried_soon(self):
+        # A connection that read its queue and was lost later (RabbitMQ
+        # restarted, hours apart) is the first failure of a new run: the
+        # feed says so and tries again after the first pause, not after
+        # one that grew with every loss since the process started.
+        logs = self.useFixture(fixtures.FakeLogger(
+            name=neutron_feed.__name__, level=logging.WARNING))
+        feed = self._ready_feed()
+        for n in range(LOSSES):
+            self.broker._ctl('close_all_connections', '-p', self.vhost,
+                             'test: lost')
+            wait_lost(self, feed)
+            lost = time.monotonic()
+            self.assertTrue(feed.wait_ready(60))
+            self.assertLess(time.monotonic() - lost, 3.0)
+        self.assertEqual(LOSSES, logs.output.count(
+            "cannot read Neutron's notifications"))
 
     def test_a_lost_connection_is_a_change(self):
         feed = self._ready_feed()
