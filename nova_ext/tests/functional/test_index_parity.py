@@ -1126,6 +1126,7 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
 class TestIndexFollowsNotifications(IndexTestCase):
     """No sync: the in-process consumer alone keeps the index true."""
 
+    EVERY_LIST_SERVED = True
     NOVA_EXT_OPTIONS = {
         'nova_ext_instance_list': {'driver': 'index'},
         'nova_ext_notifications': {'consumers': ['index']},
