@@ -151,8 +151,6 @@ class Feed(object):
         self._publisher = None      # (connection, producer), request side
         self._publish_lock = threading.Lock()
         self._stopped = threading.Event()
-        #: Whether the feed's thread bound its queue on this connection.
-        self._bound = False
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name='nova-ext-neutron-feed')
         self._thread.start()
@@ -167,12 +165,14 @@ class Feed(object):
     def _run(self):
         failures = 0
         while not self._stopped.is_set():
-            self._bound = False
             try:
                 self._consume()
                 failures = 0
             except Exception as e:
-                if self._bound:
+                with self._cond:
+                    # Until _lost() below, the queue this connection bound.
+                    bound = self._queue is not None
+                if bound:
                     # A connection that read its queue and was lost later:
                     # the first failure of a new run, logged and retried
                     # soon, not one more of the failures before it.
@@ -204,7 +204,6 @@ class Feed(object):
             with kombu.Consumer(channel, [queue], callbacks=[self._read],
                                 accept=['json'], no_ack=True,
                                 on_decode_error=self._undecodable):
-                self._bound = True
                 with self._cond:
                     self.epoch += 1
                     self._queue = queue.name

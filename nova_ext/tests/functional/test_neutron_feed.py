@@ -237,7 +237,7 @@ class TestNeutronFeed(rabbit.SharedBroker, base.BaseTestCase):
         logs = self.useFixture(fixtures.FakeLogger(
             name=neutron_feed.__name__, level=logging.WARNING))
         feed = self._ready_feed()
-        for n in range(LOSSES):
+        for _ in range(LOSSES):
             self.broker._ctl('close_all_connections', '-p', self.vhost,
                              'test: lost')
             wait_lost(self, feed)
