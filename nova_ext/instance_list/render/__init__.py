@@ -38,6 +38,7 @@ from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import rows
 from nova_ext.instance_list.render import security_groups
 from nova_ext.instance_list.render import view
+from nova_ext.seams.internals import schema_validator
 from nova_ext.seams.internals import wsgi_response
 
 #: Raised when Nova's view code renders the request instead.
@@ -54,11 +55,13 @@ class Declined(exception.NovaExtError):
 def attach():
     """What rendering needs in this process, from now on (idempotent)."""
     narrow.attach()
+    schema_validator.attach()
 
 
 def detach():
     """Undo :func:`attach` (tests)."""
     narrow.detach()
+    schema_validator.detach()
 
 
 def respond(conf, selector, request, detail):

@@ -27,6 +27,7 @@ from nova.api.openstack import wsgi as nova_wsgi
 from oslo_log import log as logging
 import webob.exc
 
+from nova_ext.seams.internals import schema_validator
 from nova_ext.seams.internals import servers_controller
 
 LOG = logging.getLogger(__name__)
@@ -92,7 +93,10 @@ def listing(environ, detail):
         # (415), a GET's too, before its controller runs.
         request.get_content_type()
         ctrl = servers()
-        (ctrl.detail if detail else ctrl.index)(req=request)
+        # Nova's checks of the query, their validator classes made once
+        # (where render.attach installed that).
+        with schema_validator.reusing():
+            (ctrl.detail if detail else ctrl.index)(req=request)
     except _Listed as listed:
         return Listing(request, detail, listed.context, listed.kwargs)
     except Exception as e:

@@ -22,6 +22,7 @@ seam that needs them when it attaches, never when a module is imported.
 import functools
 
 from nova_ext import compat
+from nova_ext import exception
 
 
 def check(point):
@@ -34,6 +35,23 @@ def check(point):
     :param point: the Nova name about to be used, for the message.
     """
     _check(point, compat.TESTED_NOVA)
+
+
+def tested(point, log, without):
+    """Whether this Nova is a tested one; if not, say so at ERROR.
+
+    For a process-wide hook about to be installed: on an untested Nova it
+    is not, and the process goes on ``without`` it.
+
+    :param log: the installing module's logger.
+    :param without: what the process does instead, for the message.
+    """
+    try:
+        check(point)
+    except exception.UnsupportedNovaVersion as e:
+        log.error('%s; %s', e, without)
+        return False
+    return True
 
 
 @functools.cache

@@ -36,7 +36,6 @@ from sqlalchemy.engine import result as sa_result
 from sqlalchemy import event
 from sqlalchemy import orm
 
-from nova_ext import exception
 from nova_ext.seams import internals
 
 LOG = logging.getLogger(__name__)
@@ -131,10 +130,7 @@ def attach_narrowing(columns):
         was not tested with (logged), where the query reads whole rows.
     """
     global _COLUMNS
-    try:
-        _check()
-    except exception.UnsupportedNovaVersion as e:
-        LOG.error('%s; server list pages are read whole', e)
+    if not internals.tested(POINT, LOG, 'server list pages are read whole'):
         return False
     with _LOCK:
         if _COLUMNS is None:

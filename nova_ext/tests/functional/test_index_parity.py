@@ -25,6 +25,7 @@ from unittest import mock
 import urllib.parse
 
 from nova.api.openstack import api_version_request
+from nova.api.validation import validators as nova_validators
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from nova.db.main import models as nova_models
@@ -44,6 +45,7 @@ from nova_ext.instance_list import serving
 from nova_ext.seams import api as api_entry_point
 from nova_ext.seams.internals import heap
 from nova_ext.seams.internals import orm as nova_orm
+from nova_ext.seams.internals import schema_validator
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import base
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -410,6 +412,26 @@ class TestFastRenderParity(TestIndexParity):
         self.assertSameAnswer(self.admin_api, 'servers/detail?all_tenants=1',
                               served=True)
         self.assertEqual(narrowed, nova_orm.narrowed_queries)
+
+    def test_the_query_is_checked_with_classes_made_once(self):
+        # nova_ext's run of Nova's controller checks the query with the
+        # validator classes it made once (schema_validator); the answers,
+        # refusals included, are Nova's.
+        ours = nova_validators._SchemaValidator
+        self.assertIsNot(schema_validator._NOVAS, ours)
+        self.assertTrue(issubclass(ours, schema_validator._NOVAS))
+        ours._classes.clear()
+        for uri, status in (('servers?all_tenants=1&limit=2', 200),
+                            ('servers?limit=-1', 400),
+                            ('servers/detail?changes-since=yesterday', 400),
+                            ('servers?sort_key=no-such-key', 400)):
+            got = self.assertSameAnswer(self.admin_api, uri)
+            self.assertEqual(status, got.status_code, uri)
+        # One class, of the kind Nova checks a query of 2.1 and later
+        # with (additionalProperties as its schema says): Nova's own
+        # checks of the same requests, compared after nova_ext's, made
+        # theirs as Nova does.
+        self.assertEqual([False], list(ours._classes))
 
     def test_a_content_type_nova_refuses(self):
         # Nova's wsgi.Resource answers 415 to a request whose Content-Type
