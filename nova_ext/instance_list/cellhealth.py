@@ -29,12 +29,11 @@ import weakref
 import futurist
 from nova.db.main import api as main_db_api
 from oslo_log import log as logging
-import sqlalchemy as sa
 
+from nova_ext.instance_list import cellprobe
 from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
-_PROBE = sa.text('SELECT 1')
 #: Checks begun at once in a process (:meth:`CellHealth.begin`); more wait
 #: for one of them to end.
 CHECKS_AT_ONCE = 8
@@ -99,11 +98,10 @@ class CellHealth(object):
         # A method, not a function: Nova's DownCellFixture, which tests use
         # to take cells down, only stubs bound methods. The engine Nova's
         # list query of the cell reads (``reader.allow_async``: the replica
-        # [database]slave_connection names, if any), without a session,
-        # whose close costs a second rollback: a round trip per cell.
+        # [database]slave_connection names, if any), asked on a connection
+        # of the check's own (cellprobe).
         engine = main_db_api.get_context_manager(cctxt).reader.get_engine()
-        with engine.connect() as conn:
-            conn.execute(_PROBE)
+        cellprobe.ask(engine)
         return True
 
     def down_cells(self, ctx, conf):

@@ -13,14 +13,14 @@
 
 import gc
 import os
+import sqlite3
 import types
 
 import fixtures
-from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
-import sqlalchemy as sa
 
 from nova_ext.instance_list import cellhealth
+from nova_ext.instance_list import cellprobe
 from nova_ext.tests.unit import base
 
 
@@ -29,6 +29,7 @@ class TestProbe(base.TestCase):
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.addCleanup(cellprobe.dispose)
 
     def cell(self, **databases):
         """A cell context, as ``target_cell`` makes: its context manager."""
@@ -52,7 +53,7 @@ class TestProbe(base.TestCase):
         gone = self.url(os.path.join('no-dir', 'r.db'))
         cctxt = self.cell(connection=self.url('cell.db'),
                           slave_connection=gone)
-        self.assertRaises((sa.exc.SQLAlchemyError, db_exc.DBError),
+        self.assertRaises(sqlite3.OperationalError,
                           cellhealth.CellHealth()._probe, cctxt)
         cctxt = self.cell(connection=gone,
                           slave_connection=self.url('replica.db'))
