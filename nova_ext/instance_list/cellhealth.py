@@ -30,7 +30,7 @@ import futurist
 from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 
-from nova_ext.instance_list import cellprobe
+from nova_ext.instance_list import direct_reads
 from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
@@ -99,9 +99,9 @@ class CellHealth(object):
         # to take cells down, only stubs bound methods. The engine Nova's
         # list query of the cell reads (``reader.allow_async``: the replica
         # [database]slave_connection names, if any), asked on a connection
-        # of the check's own (cellprobe).
+        # of the check's own (direct_reads).
         engine = main_db_api.get_context_manager(cctxt).reader.get_engine()
-        cellprobe.ask(engine)
+        direct_reads.ask(engine)
         return True
 
     def down_cells(self, ctx, conf):

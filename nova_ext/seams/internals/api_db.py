@@ -67,3 +67,16 @@ def writer(fn):
     :raises UnsupportedNovaVersion: as :func:`reader`.
     """
     return _decorate(api_db_api.context_manager.writer, fn)
+
+
+def engine():
+    """The engine Nova's reads and writes of the API database use.
+
+    A reader transaction of ``context_manager`` (which Nova's objects
+    read the API database in) runs on its writer engine: Nova's
+    ``nova.db.api.api.get_engine()``.
+
+    :raises UnsupportedNovaVersion: as :func:`reader`.
+    """
+    _check()
+    return api_db_api.get_engine()

@@ -20,7 +20,7 @@ import fixtures
 from oslo_db.sqlalchemy import enginefacade
 
 from nova_ext.instance_list import cellhealth
-from nova_ext.instance_list import cellprobe
+from nova_ext.instance_list import direct_reads
 from nova_ext.tests.unit import base
 
 
@@ -29,7 +29,7 @@ class TestProbe(base.TestCase):
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.addCleanup(cellprobe.dispose)
+        self.addCleanup(direct_reads.dispose)
 
     def cell(self, **databases):
         """A cell context, as ``target_cell`` makes: its context manager."""

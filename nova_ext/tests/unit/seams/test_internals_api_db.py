@@ -71,6 +71,15 @@ class TestContextManager(base.TestCase):
                 sa.select(MAPPINGS.c.instance_uuid)).all()
         self.assertEqual([(mapping.instance_uuid,)], read(self.ctx))
 
+    def test_the_engine_novas_readers_use(self):
+        # Nova's objects read in a reader transaction: on the engine
+        # api_db.engine() gives.
+        @api_db_api.context_manager.reader
+        def bind(context):
+            return context.session.get_bind()
+        self.assertIs(bind(self.ctx), api_db.engine())
+        self.assertIs(self.engine, api_db.engine())
+
     def test_cells_of_reads_novas_mappings(self):
         # nova_ext.index.apply.refresh.cells_of reads the mapping tables whole.
         building, placed, gone, cell = (uuidutils.generate_uuid()
@@ -101,6 +110,7 @@ class TestVersionGate(base.TestCase):
             self.assertRaises(exception.UnsupportedNovaVersion,
                               decorate(fn), nova_context.get_admin_context())
         self.assertEqual([], called)
+        self.assertRaises(exception.UnsupportedNovaVersion, api_db.engine)
 
     def test_the_installed_nova_is_tested(self):
         api_db._check()

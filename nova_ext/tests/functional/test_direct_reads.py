@@ -9,17 +9,18 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The cells' check's query, on real MariaDB and PostgreSQL servers.
+"""The reads on nova_ext's own connections, on MariaDB and PostgreSQL.
 
 Each class starts its own server (sqlserver.py), stops it and starts it
-again: the check must find the database down while it is, and answering
-once it is back, on the connections it kept from before.
+again: the cells' check must find the database down while it is, and
+answering once it is back, on the connections it kept from before; and
+a read on a kept connection sees every row committed before it.
 """
 
 from oslotest import base as oslotest_base
 import sqlalchemy as sa
 
-from nova_ext.instance_list import cellprobe
+from nova_ext.instance_list import direct_reads
 from nova_ext.tests.functional import sqlserver
 
 
@@ -27,44 +28,65 @@ class _Probe(sqlserver.OnServer):
 
     def setUp(self):
         super().setUp()
-        cellprobe.dispose()
-        self.addCleanup(cellprobe.dispose)
+        direct_reads.dispose()
+        self.addCleanup(direct_reads.dispose)
         # Nova's engine of the cell, as far as the check reads it.
         self.novas = sa.create_engine(self.new_database('cell'))
         self.addCleanup(self.novas.dispose)
 
     def probe(self):
-        (probe,) = cellprobe._ENGINES.values()
+        (probe,) = direct_reads._ENGINES.values()
         return probe
 
     def test_one_query_no_transaction_left(self):
-        cellprobe.ask(self.novas)
-        cellprobe.ask(self.novas)
+        direct_reads.ask(self.novas)
+        direct_reads.ask(self.novas)
         self.assertEqual(1, self.probe().pool.checkedin())
         # The kept connection is in no transaction: the query began none
         # (autocommit), and none is rolled back when it is given back.
         self.assertEqual([], self.open_transactions())
 
+    def test_a_kept_connection_reads_what_was_committed_since(self):
+        table = sa.Table('build_requests', sa.MetaData(),
+                         sa.Column('project_id', sa.String(36)))
+        table.metadata.create_all(self.novas)
+        of = sa.select(sa.exists().where(
+            table.c.project_id == sa.bindparam('project_id')))
+        self.assertFalse(direct_reads.scalar(self.novas, of,
+                                             {'project_id': 'p1'}))
+        self.assertEqual(1, self.probe().pool.checkedin())
+        with self.novas.begin() as conn:
+            conn.execute(table.insert().values(project_id='p1'))
+        self.assertTrue(direct_reads.scalar(self.novas, of,
+                                            {'project_id': 'p1'}))
+        self.assertFalse(direct_reads.scalar(self.novas, of,
+                                             {'project_id': 'p2'}))
+        with self.novas.begin() as conn:
+            conn.execute(table.delete())
+        self.assertFalse(direct_reads.scalar(self.novas, of,
+                                             {'project_id': 'p1'}))
+        self.assertEqual([], self.open_transactions())
+
     def test_a_server_stopped_and_started_again(self):
-        cellprobe.ask(self.novas)
+        direct_reads.ask(self.novas)
         self.assertEqual(1, self.probe().pool.checkedin())
         self.sql_server.halt()
         try:
             # Asked on the kept connection, then on a new one: down.
             self.assertRaises(self.novas.dialect.loaded_dbapi.Error,
-                              cellprobe.ask, self.novas)
+                              direct_reads.ask, self.novas)
         finally:
             self.sql_server.resume()
-        cellprobe.ask(self.novas)
+        direct_reads.ask(self.novas)
         self.assertEqual(1, self.probe().pool.checkedin())
 
     def test_a_kept_connection_the_server_dropped(self):
         # A restart between two checks: the kept connection fails, a new
         # one answers, and the database is not taken for down.
-        cellprobe.ask(self.novas)
+        direct_reads.ask(self.novas)
         self.sql_server.halt()
         self.sql_server.resume()
-        cellprobe.ask(self.novas)
+        direct_reads.ask(self.novas)
         self.assertEqual([], self.open_transactions())
 
 

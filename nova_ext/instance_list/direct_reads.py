@@ -1,0 +1,149 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The one-statement reads of every served list, on connections of their own.
+
+Every list nova_ext serves asks each cell database ``SELECT 1`` (the
+cells' check, ``cellhealth``), and a rendered list asks the API database
+whether build requests exist (``render.fastpath``). Through Nova's
+engines each costs three round trips: the pool's ping when a connection
+is taken (oslo.db's engines ping on every checkout), the statement, and
+the rollback that ends the transaction it began. These reads go instead
+through an engine of nova_ext's own for each database URL Nova's engine
+reads, per process, in autocommit mode and without a reset when a
+connection goes back to its pool: the statement is the one round trip,
+and it reads what a statement of Nova's made at that moment reads, the
+last committed rows. A pooled connection the database dropped (restarted
+since it was opened) fails the statement: the engine's connections are
+all dropped and the statement is asked once more on a new one, so that
+only a database that does not answer a new connection either fails the
+read.
+
+A database in memory (SQLite's, in tests) is reached through Nova's
+engine only: another engine would open another database.
+
+Each engine keeps up to :data:`POOL_SIZE` idle connections to its
+database per nova-api process.
+"""
+
+import os
+import threading
+
+import sqlalchemy as sa
+
+#: Idle connections kept per database and process.
+POOL_SIZE = 2
+#: Seconds after which a kept connection is opened anew (oslo.db's
+#: default ``[database]connection_recycle_time``).
+RECYCLE = 3600
+
+_SELECT_ONE = sa.select(sa.literal_column('1'))
+
+_LOCK = threading.Lock()
+#: {(process id, the URL's text): engine}
+_ENGINES = {}
+#: {(statement, engine): the statement compiled for the engine's dialect}
+_COMPILED = {}
+
+
+def _in_memory(url):
+    return (url.get_backend_name() == 'sqlite' and
+            url.database in (None, '', ':memory:'))
+
+
+def _engine(url):
+    key = (os.getpid(), url.render_as_string(hide_password=False))
+    with _LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            kwargs = {}
+            if url.get_backend_name() == 'sqlite':
+                # A connection of the pool serves any thread in turn.
+                kwargs['connect_args'] = {'check_same_thread': False}
+            engine = _ENGINES[key] = sa.create_engine(
+                url, isolation_level='AUTOCOMMIT', pool_reset_on_return=None,
+                # More at once than it keeps: never waited for, closed
+                # when done.
+                poolclass=sa.pool.QueuePool, pool_size=POOL_SIZE,
+                max_overflow=-1, pool_recycle=RECYCLE, **kwargs)
+        return engine
+
+
+def ask(engine):
+    """Ask the database of Nova's ``engine`` ``SELECT 1``.
+
+    :raises: what the database's driver or SQLAlchemy raise when it does
+        not answer a new connection.
+    """
+    scalar(engine, _SELECT_ONE)
+
+
+def scalar(engine, statement, params=None):
+    """The first column of the first row ``statement`` reads.
+
+    :param engine: Nova's engine of the database.
+    :param statement: a SQLAlchemy Core statement; ``params`` its bound
+        parameters' values by name.
+    :raises: as :func:`ask`.
+    """
+    if _in_memory(engine.url):
+        with engine.connect() as conn:
+            return conn.execute(statement, params or {}).scalar()
+    own = _engine(engine.url)
+    try:
+        return _scalar(own, statement, params)
+    except Exception:
+        # A kept connection may be one the database has dropped; so may
+        # the others kept with it.
+        own.dispose()
+        return _scalar(own, statement, params)
+
+
+def _compiled(own, statement):
+    # The statements are the callers' constants: each compiled once per
+    # engine.
+    key = (statement, own)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        compiled = _COMPILED[key] = statement.compile(dialect=own.dialect)
+    return compiled
+
+
+def _scalar(own, statement, params):
+    compiled = _compiled(own, statement)
+    values = compiled.construct_params(params)
+    if compiled.positional:
+        values = tuple(values[name] for name in compiled.positiontup)
+    conn = own.raw_connection()
+    try:
+        cursor = conn.cursor()
+        try:
+            cursor.execute(str(compiled), values)
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+    except Exception:
+        # Not back into the pool: the next read connects anew.
+        conn.invalidate()
+        raise
+    finally:
+        conn.close()
+    return None if row is None else row[0]
+
+
+def dispose():
+    """Close this process's connections and forget the engines (tests)."""
+    with _LOCK:
+        engines = list(_ENGINES.values())
+        _ENGINES.clear()
+        _COMPILED.clear()
+    for engine in engines:
+        engine.dispose()
