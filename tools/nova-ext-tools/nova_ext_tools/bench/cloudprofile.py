@@ -49,7 +49,10 @@ COMPONENTS = (
         'nova_ext/instance_list/render/security_groups.py')),
     ("catch-up: the cells' check, recorded changes", (
         'nova_ext/instance_list/catch_up.py',)),
-    ('build requests lookup', ('check_build_requests',)),
+    # Its EXISTS is asked in _any_build_request, whose frame is the
+    # innermost of the lookup's.
+    ('build requests lookup', ('check_build_requests',
+                               '_any_build_request')),
     # The specs whose digest changed, read and loaded (and, where the
     # index holds no digest, the digests), for a detailed page and, from
     # 2.96, a list without details.
@@ -71,6 +74,7 @@ COMPONENTS = (
                             'oslo_serialization/')),
     ('Nova\'s controller: validate the request', (
         'nova_ext/instance_list/render/controller.py',
+        'nova_ext/seams/internals/schema_validator.py',
         'nova/api/openstack/compute/servers.py')),
     ('nova_ext: its filter, the page\'s other steps', (
         'nova_ext/api/', 'nova_ext/seams/api.py',

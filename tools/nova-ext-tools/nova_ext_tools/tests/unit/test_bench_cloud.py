@@ -153,6 +153,25 @@ class TestBreakdown(base.TestCase):
         self.assertEqual('neutron: security groups of the page',
                          cloudprofile.classify(stack))
 
+    def test_the_build_requests_read_and_the_query_checks(self):
+        stack = [self.REQUEST,
+                 'respond (nova_ext/instance_list/render/__init__.py:70)',
+                 '_body (nova_ext/instance_list/render/__init__.py:90)',
+                 'check_build_requests (nova_ext/instance_list/render/'
+                 'fastpath.py:100)',
+                 '_any_build_request (nova_ext/instance_list/render/'
+                 'fastpath.py:80)',
+                 'scalar (nova_ext/instance_list/direct_reads.py:90)']
+        self.assertEqual('build requests lookup',
+                         cloudprofile.classify(stack))
+        stack = [self.REQUEST,
+                 'respond (nova_ext/instance_list/render/__init__.py:70)',
+                 'wrapper (nova/api/validation/__init__.py:410)',
+                 '__init__ (nova_ext/seams/internals/schema_validator.py:60)',
+                 'validate (jsonschema/validators.py:440)']
+        self.assertEqual("Nova's controller: validate the request",
+                         cloudprofile.classify(stack))
+
     def test_threads_not_serving_a_request_are_not_counted(self):
         self.assertIsNone(cloudprofile.classify(
             ['_run (nova_ext/index/apply/worker.py:70)']))
