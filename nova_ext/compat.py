@@ -39,6 +39,28 @@ def nova_version():
     return version.Version(importlib.metadata.version('nova'))
 
 
+def tested(point, log, without=None, check=None):
+    """Whether this Nova is a tested one for ``point``; if not, say so.
+
+    For what is about to attach: on an untested Nova it does not, the
+    refusal is logged at ERROR by the attaching module's ``log``, and the
+    process goes on ``without`` it.
+
+    :param without: what the process does instead, for the message.
+    :param check: the version check to make; :func:`check_nova_version`
+        by default.
+    """
+    try:
+        (check or check_nova_version)(point)
+    except exception.UnsupportedNovaVersion as e:
+        if without:
+            log.error('%s; %s', e, without)
+        else:
+            log.error('%s', e)
+        return False
+    return True
+
+
 def check_nova_version(point, tested=None):
     """Raise UnsupportedNovaVersion unless this Nova is in ``tested``.
 

@@ -40,7 +40,6 @@ from nova_ext.cell0_rebuild import objects as ext_objects
 from nova_ext.cell0_rebuild import on_create
 from nova_ext import compat
 from nova_ext import conf as ext_conf
-from nova_ext import exception
 from nova_ext.seams.internals import servers_controller
 
 LOG = logging.getLogger(__name__)
@@ -78,12 +77,7 @@ class Cell0RebuildHandler(base.Handler):
         self.conf = conf or ext_conf.CONF
         # It runs Nova's own controller and compute API helpers, so it is
         # attached only to the Nova series it was tested with.
-        try:
-            compat.check_nova_version('rebuild from cell0')
-            self.supported = True
-        except exception.UnsupportedNovaVersion as e:
-            LOG.error('%s', e)
-            self.supported = False
+        self.supported = compat.tested('rebuild from cell0', LOG)
 
     def __call__(self, request, application):
         # Read per request, so switching it off needs no pipeline rebuild.

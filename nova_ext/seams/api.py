@@ -38,7 +38,6 @@ from nova_ext.api import base
 from nova_ext.api import routes
 from nova_ext import compat
 from nova_ext import conf as ext_conf
-from nova_ext import exception
 from nova_ext.index.marks import witness
 from nova_ext.instance_list import serving
 from nova_ext import startup_log
@@ -98,10 +97,7 @@ def attach_instance_list(conf):
 
     if conf.nova_ext_instance_list.driver == 'cells':
         return None
-    try:
-        compat.check_nova_version('the nova_ext instance list driver')
-    except exception.UnsupportedNovaVersion as e:
-        LOG.error('%s', e)
+    if not compat.tested('the nova_ext instance list driver', LOG):
         return None
     stock = serving.stock()
     selector = serving.Selector(conf, stock)

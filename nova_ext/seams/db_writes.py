@@ -48,7 +48,6 @@ from sqlalchemy import event
 from sqlalchemy import orm
 
 from nova_ext import compat
-from nova_ext import exception
 from nova_ext.index.marks import capture
 from nova_ext.index.marks import process
 from nova_ext import startup_log
@@ -113,11 +112,9 @@ def attach(conf):
     global _CONF
     if not conf.nova_ext_index.capture:
         return False
-    try:
-        compat.check_nova_version(POINT)
-    except exception.UnsupportedNovaVersion as e:
-        LOG.error('%s; Nova database writes are not captured, and the '
-                  'index learns of changes from notifications only', e)
+    if not compat.tested(POINT, LOG, 'Nova database writes are not '
+                         'captured, and the index learns of changes from '
+                         'notifications only'):
         return False
     with _LOCK:
         if _CONF is None:

@@ -27,7 +27,6 @@ from oslo_log import log as logging
 
 from nova_ext import compat
 from nova_ext import conf as ext_conf
-from nova_ext import exception
 from nova_ext import scheduler
 from nova_ext import startup_log
 
@@ -61,10 +60,7 @@ def attach():
     never duplicated. A plugin that fails to load stops nova-scheduler with
     a NovaExtError naming it.
     """
-    try:
-        compat.check_nova_version(POINT)
-    except exception.UnsupportedNovaVersion as e:
-        LOG.error('%s', e)
+    if not compat.tested(POINT, LOG):
         return []
     filters = [_as_nova_filter(name, plugin) for name, plugin in
                scheduler.load_request_filters(ext_conf.CONF)]

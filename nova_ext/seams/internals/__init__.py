@@ -22,7 +22,6 @@ seam that needs them when it attaches, never when a module is imported.
 import functools
 
 from nova_ext import compat
-from nova_ext import exception
 
 
 def check(point):
@@ -38,20 +37,8 @@ def check(point):
 
 
 def tested(point, log, without):
-    """Whether this Nova is a tested one; if not, say so at ERROR.
-
-    For a process-wide hook about to be installed: on an untested Nova it
-    is not, and the process goes on ``without`` it.
-
-    :param log: the installing module's logger.
-    :param without: what the process does instead, for the message.
-    """
-    try:
-        check(point)
-    except exception.UnsupportedNovaVersion as e:
-        log.error('%s; %s', e, without)
-        return False
-    return True
+    """``compat.tested`` with this package's check, cached once passed."""
+    return compat.tested(point, log, without, check=check)
 
 
 @functools.cache
