@@ -135,9 +135,15 @@ class Page(list):
     ``generation``: a value naming the state of the driver's store that
     the rows are exactly, as the driver's :meth:`RowsDriver.volumes` takes
     it; None where the rows may be of a later state than any value read.
+
+    ``memo``: where the rows are copies of rows the driver keeps, and
+    hands out again for as long as they are unchanged, a dict kept with
+    them, in which the renderer keeps what it worked out from exactly
+    those rows; None where they are not kept.
     """
 
     generation = None
+    memo = None
 
 
 class RowsDriver(InstanceListDriver):

@@ -237,6 +237,7 @@ class IndexDriver(base.RowsDriver):
                 if marker is not None:
                     check_marker_mapped(ctx, marker)
                 records = base.Page(dict(row) for row in kept)
+                records.memo = kept.memo
                 # Kept or brought: the index's rows at that generation. A
                 # page listed anew may have read a later state than ``now``.
                 records.generation = at
@@ -269,7 +270,7 @@ class IndexDriver(base.RowsDriver):
         self.catch_up.check_archived(ctx, records)
         if page_key is not None:
             page_cache.keep(pages, page_key, now,
-                            tuple(dict(row) for row in records))
+                            (dict(row) for row in records))
         return records
 
     def _list(self, ctx, filters, limit, marker, attrs, sort_keys,

@@ -31,8 +31,10 @@ generation is read), the marker's instance mapping, and the cells of the
 deleted servers a page shows (``CatchUp.check_archived``).
 
 Only the narrowed rows of a rendered page are kept (``render.narrow``):
-flat dicts of a few columns, copied in and out by the driver; and the
-volumes of a rendered page (``index_reads``), read from the index too.
+flat dicts of a few columns, copied in and out by the driver, with a
+memo of what the renderer worked out from them (``base.Page.memo``); and
+the volumes of a rendered page (``index_reads``), read from the index
+too.
 """
 
 import collections
@@ -82,13 +84,31 @@ def key(ctx, query):
             repr(query))
 
 
+class Rows(tuple):
+    """A page's rows as kept, and ``memo``: what was worked out from them.
+
+    A value brought up to date (``page_patch``) is kept as new rows, with
+    a memo of its own.
+    """
+
+    def __new__(cls, rows):
+        self = super().__new__(cls, rows)
+        self.memo = {}
+        return self
+
+
 def keep(pages, key, now, value):
     """Keep ``value``, read after generation ``now`` was, under ``key``.
 
     The reads may have seen a later state than ``now``'s: the instances
     that changed in between are among those :func:`current` reads again.
+
+    :param value: the page's rows.
+    :returns: the :class:`Rows` kept.
     """
-    pages.put(key, (now, value))
+    rows = value if isinstance(value, Rows) else Rows(value)
+    pages.put(key, (now, rows))
+    return rows
 
 
 def current(pages, key, now, engine, bring):
@@ -133,7 +153,7 @@ def current_at(pages, key, now, engine, bring):
         # read again from there.
         moved = generation.read(engine)
         if moved == now:
-            keep(pages, key, now, value)
+            value = keep(pages, key, now, value)
             pages.outcomes['brought'] += 1
             return value, now
         then, now = now, moved

@@ -127,7 +127,7 @@ def _body(conf, selector, listing):
     if not served:
         raise Declined()
     if not listing.detail:
-        loadable.check_network_info(driver, fastpath.distinct(records))
+        loadable.check_page(driver, records)
     lookup = None
     if listing.detail:
         # Nova's view asks with the request's context, not get_all's.

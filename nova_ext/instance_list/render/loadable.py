@@ -22,6 +22,7 @@ and a server whose network info Nova could not load hands the page to
 Nova, whose answer (its error) is the answer.
 """
 
+from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import rows
 
@@ -30,6 +31,23 @@ MAX_CHECKED = 100000
 
 #: {instance uuid: version of its rows whose network info Nova loads}
 _CHECKED = {}
+_MEMO = 'loadable.check_page'
+
+
+def check_page(driver, page):
+    """:func:`check_network_info` of a page's servers (``get_all``'s).
+
+    Rows the driver keeps (``base.Page.memo``) are looked at until a page
+    of them finds every server's network info loaded at its version: then
+    not again. Nova loads a stored network info the same way every time,
+    and a row's version moves whenever its server is written.
+    """
+    memo = getattr(page, 'memo', None)
+    if memo is not None and memo.get(_MEMO):
+        return
+    if not check_network_info(driver, fastpath.distinct(page)) and (
+            memo is not None):
+        memo[_MEMO] = True
 
 
 def check_network_info(driver, records):
@@ -37,13 +55,15 @@ def check_network_info(driver, records):
 
     :param records: the page's rows, each read with its version
         (``narrow.VERSION``); a row without one is loaded every time.
+    :returns: whether any was loaded (none was loaded at its version
+        before).
     """
     global _CHECKED
     unknown = [r['uuid'] for r in records
                if r.get(narrow.VERSION) is None or
                _CHECKED.get(r['uuid']) != r[narrow.VERSION]]
     if not unknown:
-        return
+        return False
     if len(_CHECKED) > MAX_CHECKED:
         _CHECKED = {}
     # Each text is read with the version it is of: a row written between
@@ -52,6 +72,7 @@ def check_network_info(driver, records):
         rows.load_network_info(uuid, stored)
         if version is not None:
             _CHECKED[uuid] = version
+    return True
 
 
 def reset():

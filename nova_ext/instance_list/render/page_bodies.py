@@ -91,8 +91,31 @@ def key(request, project_in_url, records):
     any row has one.
 
     :param records: the page's rows as the driver gave them
-        (``narrow.LISTED``), before they are rendered.
+        (``narrow.LISTED``), before they are rendered. The rows' part of
+        the key is worked out once for rows the driver keeps
+        (``base.Page.memo``).
     """
+    memo = getattr(records, 'memo', None)
+    if memo is None:
+        shown = _shown(records)
+    else:
+        # A missing value is None: absent, the rows were not looked at.
+        shown = memo.get(_MEMO, _MEMO)
+        if shown is _MEMO:
+            shown = memo[_MEMO] = _shown(records)
+    if shown is None:
+        return None
+    shown, digest = shown
+    return kept_bodies.Key(
+        (render_cache.request_key(request, project_in_url), request.url,
+         CONF.api.max_limit, len(records), digest), shown)
+
+
+_MEMO = 'page_bodies.key'
+
+
+def _shown(records):
+    # ``(the columns the body reads, their digest)``, or None.
     try:
         shown = [list(map(operator.itemgetter(column), records))
                  for column in _SHOWN]
@@ -108,9 +131,7 @@ def key(request, project_in_url, records):
     if any(column.count(None) != len(column) for column in refusable):
         shown.extend(refusable)
     digest = hashlib.blake2b(repr(shown).encode('utf-8'), digest_size=16)
-    return kept_bodies.Key(
-        (render_cache.request_key(request, project_in_url), request.url,
-         CONF.api.max_limit, len(records), digest.digest()), shown)
+    return shown, digest.digest()
 
 
 def body(bodies, key, render, render_rows=None):

@@ -169,6 +169,22 @@ class TestCurrent(index_base.IndexDBTestCase):
         self.assertEqual(page_cache.BRINGS, len(self.brought))
         self.assertEqual({'listed': 1}, dict(self.pages.outcomes))
 
+    def test_rows_kept_with_a_memo_of_their_own(self):
+        now = self.now()
+        kept = page_cache.keep(self.pages, self.KEY, now, ('a',))
+        self.assertIsInstance(kept, page_cache.Rows)
+        self.assertEqual({}, kept.memo)
+        kept.memo['worked out'] = True
+        self.assertIs(kept, self.current(now))
+        # Brought up to date: other rows, nothing worked out from them.
+        later = self.write('u-1')
+        brought = self.current(later)
+        self.assertEqual(('a', 'u-1'), brought)
+        self.assertEqual({}, brought.memo)
+        self.assertIs(brought, self.current(later))
+        self.assertIs(brought, page_cache.keep(self.pages, self.KEY, later,
+                                               brought))
+
     def test_the_generation_a_page_is_at(self):
         now = self.now()
         self.assertEqual((None, None), page_cache.current_at(

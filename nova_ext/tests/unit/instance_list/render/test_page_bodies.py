@@ -17,6 +17,7 @@ from nova import context as nova_context
 from oslo_serialization import jsonutils
 
 from nova_ext import conf
+from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import render
 from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import fastpath
@@ -117,6 +118,31 @@ class TestKey(base.TestCase):
             row = _row('u2')
             del row[missing]
             self.assertIsNone(self._key([_row('u1'), row]), missing)
+
+    def _page(self, rows, memo):
+        page = list_base.Page(rows)
+        page.memo = memo
+        return page
+
+    def test_the_rows_part_worked_out_once_for_kept_rows(self):
+        rows = [_row('u1'), _row('u2')]
+        memo = {}
+        key = self._key(self._page(rows, memo))
+        self.assertEqual(key, self._key(rows))
+        self.assertEqual(key.shown, self._key(rows).shown)
+        self.assertEqual(1, len(memo))
+        # Copies of the same kept rows (the memo is theirs): their part is
+        # not worked out again, the request's part is.
+        renamed = [_row('u1', name='other'), _row('u2')]
+        self.assertEqual(key, self._key(self._page(renamed, memo)))
+        self.assertNotEqual(key, self._key(self._page(renamed, {})))
+        self.assertNotEqual(key, self._key(
+            self._page(rows, memo), url='http://api/v2.1/servers?limit=3'))
+        # Rows that keep no body are worked out once too.
+        row = _row('u2', display_name=None)
+        memo = {}
+        self.assertIsNone(self._key(self._page([_row('u1'), row], memo)))
+        self.assertIsNone(self._key(self._page(rows, memo)))
 
 
 class TestBody(base.TestCase):
