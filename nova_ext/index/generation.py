@@ -193,7 +193,7 @@ def read(engine):
     return None if row is None else (row[0], row[1])
 
 
-def settled(engine):
+def settled(engine, first=None):
     """``(whether a change waits, the generation, the ticket)``, at once.
 
     One statement reads them, so the generation names a state that holds
@@ -207,9 +207,16 @@ def settled(engine):
     (``nova_ext.index.marks.sequence``): an instance the index holds from
     a read with a higher ticket was read after this statement
     (``pending.look``).
+
+    :param first: ``first(engine, statement)``, the first row a statement
+        reads; by default read on a connection of ``engine``.
     """
-    with engine.connect() as conn:
-        waiting, now, token, ticket = conn.execute(_SETTLED).one()
+    if first is None:
+        with engine.connect() as conn:
+            row = conn.execute(_SETTLED).one()
+    else:
+        row = first(engine, _SETTLED)
+    waiting, now, token, ticket = row
     return bool(waiting), None if now is None else (now, token), ticket or 0
 
 

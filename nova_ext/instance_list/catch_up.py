@@ -32,6 +32,7 @@ from nova_ext.index.marks import watch
 from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import rules
 from nova_ext.instance_list import base
+from nova_ext.instance_list import direct_reads
 
 
 def unrecorded():
@@ -49,6 +50,18 @@ def unrecorded():
         return 0, 0.0
     oldest = min(first for first, _ in held.values())
     return len(held), max(0.0, time.time() - oldest)
+
+
+def _first(engine):
+    """How a request reads whether changes wait (``generation.settled``).
+
+    In one round trip, on a connection of its own (``direct_reads``). Not
+    on SQLite: the index's own connections are made with its settings
+    there (``nova_ext.index.sqlite``), and a read costs no round trip.
+    """
+    if engine.dialect.name == 'sqlite':
+        return None
+    return direct_reads.first
 
 
 def silent(conf):
@@ -162,7 +175,7 @@ class CatchUp(object):
         self._others_recorded()
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
-        waiting, now, ticket = generation.settled(engine)
+        waiting, now, ticket = generation.settled(engine, _first(engine))
         if not waiting:
             return now
         # The holds of a process that died stop counting here too, not

@@ -12,20 +12,23 @@
 """The one-statement reads of every served list, on connections of their own.
 
 Every list nova_ext serves asks each cell database ``SELECT 1`` (the
-cells' check, ``cellhealth``), and a rendered list asks the API database
-whether build requests exist (``render.fastpath``). Through Nova's
-engines each costs three round trips: the pool's ping when a connection
-is taken (oslo.db's engines ping on every checkout), the statement, and
-the rollback that ends the transaction it began. These reads go instead
-through an engine of nova_ext's own for each database URL Nova's engine
-reads, per process, in autocommit mode and without a reset when a
+cells' check, ``cellhealth``) and the index whether changes wait
+(``generation.settled``, from ``catch_up``), and a rendered list asks the
+API database whether build requests exist (``render.fastpath``). Through
+oslo.db's engines (Nova's, the index's) each costs three round trips:
+the pool's ping when a connection is taken (oslo.db's engines ping on
+every checkout), the statement, and the rollback that ends the
+transaction it began. These reads go instead through an engine of
+nova_ext's own for the database URL of each engine they are given, per
+process, in autocommit mode and without a reset when a
 connection goes back to its pool: the statement is the one round trip,
 and it reads what a statement of Nova's made at that moment reads, the
 last committed rows. A pooled connection the database dropped (restarted
 since it was opened) fails the statement: the engine's connections are
 all dropped and the statement is asked once more on a new one, so that
 only a database that does not answer a new connection either fails the
-read.
+read. What the database's driver raises is raised as SQLAlchemy's
+``DBAPIError``, as a plain SQLAlchemy engine raises it.
 
 A database in memory (SQLite's, in tests) is reached through Nova's
 engine only: another engine would open another database.
@@ -80,8 +83,8 @@ def _engine(url):
 def ask(engine):
     """Ask the database of Nova's ``engine`` ``SELECT 1``.
 
-    :raises: what the database's driver or SQLAlchemy raise when it does
-        not answer a new connection.
+    :raises: SQLAlchemy's ``DBAPIError`` (or another error of SQLAlchemy)
+        when it does not answer a new connection.
     """
     scalar(engine, _SELECT_ONE)
 
@@ -94,17 +97,34 @@ def scalar(engine, statement, params=None):
         parameters' values by name.
     :raises: as :func:`ask`.
     """
+    row = first(engine, statement, params)
+    return None if row is None else row[0]
+
+
+def first(engine, statement, params=None):
+    """The first row ``statement`` reads (a tuple), or None.
+
+    :param engine: the engine of the database (Nova's, the index's).
+    :param statement: as :func:`scalar`'s.
+    :raises: as :func:`ask`.
+    """
     if _in_memory(engine.url):
         with engine.connect() as conn:
-            return conn.execute(statement, params or {}).scalar()
+            row = conn.execute(statement, params or {}).first()
+        return None if row is None else tuple(row)
     own = _engine(engine.url)
+    dbapi_error = own.dialect.loaded_dbapi.Error
     try:
-        return _scalar(own, statement, params)
-    except Exception:
-        # A kept connection may be one the database has dropped; so may
-        # the others kept with it.
-        own.dispose()
-        return _scalar(own, statement, params)
+        try:
+            return _first(own, statement, params)
+        except Exception:
+            # A kept connection may be one the database has dropped; so
+            # may the others kept with it.
+            own.dispose()
+            return _first(own, statement, params)
+    except dbapi_error as e:
+        raise sa.exc.DBAPIError.instance(
+            str(_compiled(own, statement)), params, e, dbapi_error) from e
 
 
 def _compiled(own, statement):
@@ -117,7 +137,7 @@ def _compiled(own, statement):
     return compiled
 
 
-def _scalar(own, statement, params):
+def _first(own, statement, params):
     compiled = _compiled(own, statement)
     values = compiled.construct_params(params)
     if compiled.positional:
@@ -136,7 +156,7 @@ def _scalar(own, statement, params):
         raise
     finally:
         conn.close()
-    return None if row is None else row[0]
+    return None if row is None else tuple(row)
 
 
 def dispose():

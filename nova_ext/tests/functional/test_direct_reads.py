@@ -73,8 +73,10 @@ class _Probe(sqlserver.OnServer):
         self.sql_server.halt()
         try:
             # Asked on the kept connection, then on a new one: down.
-            self.assertRaises(self.novas.dialect.loaded_dbapi.Error,
-                              direct_reads.ask, self.novas)
+            error = self.assertRaises(sa.exc.DBAPIError,
+                                      direct_reads.ask, self.novas)
+            self.assertIsInstance(error.orig,
+                                  self.novas.dialect.loaded_dbapi.Error)
         finally:
             self.sql_server.resume()
         direct_reads.ask(self.novas)

@@ -80,6 +80,7 @@ from nova_ext.index.marks import told
 from nova_ext.index.marks import upsert
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration as index_migration
+from nova_ext.instance_list import direct_reads
 from nova_ext.seams import api as api_entry_point
 from nova_ext.seams.internals import request_specs as stored_specs
 from nova_ext.tests.functional import fixtures as ext_fixtures
@@ -396,20 +397,29 @@ class _Schema(_OnServer):
     def test_marks_and_generation_read_as_committed_without_waiting(self):
         # A writer that applied a change and removed its mark holds the
         # generation's row until it commits: the list's one read of both
-        # neither waits for it nor sees half of it.
+        # neither waits for it nor sees half of it: on the index's
+        # connections, and on the one of its own a request reads it on.
         engine = self.index.engine
+        self.addCleanup(direct_reads.dispose)
         pending.mark(engine, [('a', 1.0)])
         before = generation.read(engine)
-        self.assertEqual((True, before), generation.settled(engine)[:2])
+        readers = (None, direct_reads.first)
+        for first in readers:
+            self.assertEqual((True, before),
+                             generation.settled(engine, first)[:2])
         table = schema.GENERATION
         with engine.connect() as conn, conn.begin():
             conn.execute(sa.update(table).where(table.c.id == 1).values(
                 generation=table.c.generation + 1))
             conn.execute(sa.delete(schema.PENDING))
-            self.assertEqual((True, before), generation.settled(engine)[:2])
+            for first in readers:
+                self.assertEqual((True, before),
+                                 generation.settled(engine, first)[:2])
         after = generation.read(engine)
         self.assertEqual(before[0] + 1, after[0])
-        self.assertEqual((False, after), generation.settled(engine)[:2])
+        for first in readers:
+            self.assertEqual((False, after),
+                             generation.settled(engine, first)[:2])
 
     def test_service_changes_racing_for_one_host(self):
         # Another process bumps a host this bump found missing, just before

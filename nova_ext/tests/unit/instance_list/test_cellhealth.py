@@ -18,6 +18,7 @@ import types
 
 import fixtures
 from oslo_db.sqlalchemy import enginefacade
+import sqlalchemy as sa
 
 from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import direct_reads
@@ -53,8 +54,9 @@ class TestProbe(base.TestCase):
         gone = self.url(os.path.join('no-dir', 'r.db'))
         cctxt = self.cell(connection=self.url('cell.db'),
                           slave_connection=gone)
-        self.assertRaises(sqlite3.OperationalError,
-                          cellhealth.CellHealth()._probe, cctxt)
+        error = self.assertRaises(sa.exc.DBAPIError,
+                                  cellhealth.CellHealth()._probe, cctxt)
+        self.assertIsInstance(error.orig, sqlite3.OperationalError)
         cctxt = self.cell(connection=gone,
                           slave_connection=self.url('replica.db'))
         self.assertTrue(cellhealth.CellHealth()._probe(cctxt))

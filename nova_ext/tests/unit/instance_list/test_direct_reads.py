@@ -53,11 +53,23 @@ class TestAsk(base.TestCase):
 
     def test_a_database_that_does_not_answer(self):
         gone = self.engine(os.path.join('no-dir', 'cell.db'))
-        # The driver's own error: the connection is the pool's, not a
-        # SQLAlchemy Connection's, which would wrap it.
-        self.assertRaises(sqlite3.OperationalError, direct_reads.ask, gone)
+        # The driver's error, as a SQLAlchemy engine raises it.
+        error = self.assertRaises(sa.exc.DBAPIError, direct_reads.ask, gone)
+        self.assertIsInstance(error.orig, sqlite3.OperationalError)
         (probe,) = direct_reads._ENGINES.values()
         self.assertEqual(0, probe.pool.checkedin())
+
+    def test_a_statement_the_database_refuses(self):
+        novas = self.engine('cell.db')
+        missing = sa.Table('missing', sa.MetaData(),
+                           sa.Column('p', sa.Integer))
+        error = self.assertRaises(sa.exc.DBAPIError, direct_reads.first,
+                                  novas, sa.select(missing.c.p))
+        self.assertIsInstance(error.orig, sqlite3.OperationalError)
+        self.assertIn('missing', str(error))
+        # Not a connection the database dropped: the next read is answered.
+        self.assertEqual((1,), direct_reads.first(
+            novas, sa.select(sa.literal_column('1'))))
 
     def test_any_thread_asks_on_the_kept_connections(self):
         novas = self.engine('cell.db')
@@ -85,6 +97,23 @@ class TestAsk(base.TestCase):
         self.assertIsNone(direct_reads.scalar(
             novas, sa.select(table.c.p).where(table.c.p == 'p2')))
 
+    def test_the_first_row(self):
+        novas = self.engine('index.db')
+        table = sa.Table('t', sa.MetaData(), sa.Column('p', sa.String(8)),
+                         sa.Column('n', sa.Integer))
+        table.metadata.create_all(novas)
+        with novas.begin() as conn:
+            conn.execute(table.insert().values([{'p': 'a', 'n': 2},
+                                                {'p': 'b', 'n': 1}]))
+        both = sa.select(sa.exists().select_from(table),
+                         sa.select(sa.func.max(table.c.n))
+                         .scalar_subquery())
+        self.assertEqual((1, 2), direct_reads.first(novas, both))
+        self.assertEqual(('b', 1), direct_reads.first(
+            novas, sa.select(table.c.p, table.c.n).order_by(table.c.n)))
+        self.assertIsNone(direct_reads.first(
+            novas, sa.select(table.c.p).where(table.c.n == 3)))
+
     def test_a_database_in_memory_is_read_through_novas_engine(self):
         novas = sa.create_engine('sqlite://', poolclass=sa.pool.StaticPool)
         self.addCleanup(novas.dispose)
@@ -94,6 +123,8 @@ class TestAsk(base.TestCase):
             conn.execute(table.insert().values(p='p1'))
         self.assertTrue(direct_reads.scalar(
             novas, sa.select(sa.exists().select_from(table))))
+        self.assertEqual(('p1',), direct_reads.first(
+            novas, sa.select(table.c.p)))
         direct_reads.ask(novas)
         self.assertEqual({}, direct_reads._ENGINES)
 
