@@ -68,6 +68,8 @@ CONF = nova_conf.CONF
 #: being kept. The uuid first, the name second: :func:`_renamed` reads
 #: them so.
 _SHOWN = ('uuid', 'display_name', narrow.SPEC)
+#: Where a page's memo keeps the rows' part of its body's key.
+_MEMO = 'page_bodies.key'
 
 
 class PageBodies(kept_bodies.KeptBodies):
@@ -99,19 +101,15 @@ def key(request, project_in_url, records):
     if memo is None:
         shown = _shown(records)
     else:
-        # A missing value is None: absent, the rows were not looked at.
-        shown = memo.get(_MEMO, _MEMO)
-        if shown is _MEMO:
-            shown = memo[_MEMO] = _shown(records)
+        if _MEMO not in memo:
+            memo[_MEMO] = _shown(records)
+        shown = memo[_MEMO]
     if shown is None:
         return None
     shown, digest = shown
     return kept_bodies.Key(
         (render_cache.request_key(request, project_in_url), request.url,
          CONF.api.max_limit, len(records), digest), shown)
-
-
-_MEMO = 'page_bodies.key'
 
 
 def _shown(records):
