@@ -48,6 +48,11 @@ APIS = (STOCK, NOVA_EXT, FLOOR_PAGE, FLOOR_EMPTY)
 TARGET_RATIO, FLOOR_TARGET = 20.0, 2.0
 #: The queries whose nova_ext requests are broken down (--profile).
 PROFILED = ('detail admin', 'index admin')
+#: The services of the cloud's compute hosts and cells, which no list
+#: request asks: their periodic tasks (each compute syncs the power state
+#: of its 1000 servers every 10 minutes, through its cell's conductor)
+#: take the CPU of this one machine from the nova-apis measured.
+CELL_SERVICES = ('nova-compute-', 'nova-conductor')
 #: Concurrent requests that reach every worker of a nova-api.
 WORKERS = layout.API_WORKERS
 PUBLISH_SECONDS = novaext.PUBLISH_SECONDS
@@ -115,18 +120,24 @@ class Bench(object):
         samples = {api: [] for api in APIS}
         rates = {api: [] for api in APIS}
         errors = {api: [] for api in APIS}
+        cells = _cell_services(self.cloud.ps.names())
+        busy = {api: [0.0, 0.0] for api in APIS}
         for n in range(self.args.rounds):
             order = APIS if n % 2 == 0 else APIS[::-1]
             for api in order:
                 per = per_client(self.args, api, clients)
+                used = self.cloud.ps.cpu_seconds(cells)
                 got = cloudload.phase(self.target(api, query.who, query),
                                       query.url, clients, per)
+                busy[api][0] += _used(used, self.cloud.ps.cpu_seconds(cells))
+                busy[api][1] += got['seconds']
                 if api == NOVA_EXT:
                     self.sent += clients * per
                 samples[api] += got['latencies']
                 errors[api] += got['errors']
                 rates[api].append(len(got['latencies']) / got['seconds'])
-        return {api: _summary(samples[api], rates[api], errors[api])
+        return {api: dict(_summary(samples[api], rates[api], errors[api]),
+                          cells_cores=_cores(*busy[api]))
                 for api in APIS}
 
 
@@ -142,6 +153,25 @@ def per_client(args, api, clients):
     if api == NOVA_EXT:
         return max(args.requests, -(-args.tail_requests // clients))
     return args.requests
+
+
+def _cell_services(names):
+    """Those of the cloud's process ``names`` that are its cells'."""
+    return [name for name in names if name.startswith(CELL_SERVICES)]
+
+
+def _used(before, after):
+    """CPU seconds used between two ``Processes.cpu_seconds``.
+
+    A process that restarted meanwhile counts from 0.
+    """
+    return sum(max(0.0, seconds - before.get(name, 0.0))
+               for name, seconds in after.items())
+
+
+def _cores(seconds, wall):
+    """``seconds`` of CPU over ``wall`` seconds, in cores, or None."""
+    return round(seconds / wall, 2) if wall else None
 
 
 def _doc_name(query):
@@ -276,18 +306,20 @@ def _served(cloud, before, handed, bench):
 def _line(row):
     s, e = row[STOCK], row[NOVA_EXT]
     return ('stock p50 %s p99 %s rps %s | nova_ext p50 %s p99 %s rps %s | '
-            'x%s p50, x%s p99, x%s rps | floor page %s, empty %s' % (
+            'x%s p50, x%s p99, x%s rps | floor page %s, empty %s | '
+            "cells' cores %s" % (
                 s['p50_ms'], s['p99_ms'], s['rps'], e['p50_ms'],
                 e['p99_ms'], e['rps'], _ratio(s['p50_ms'], e['p50_ms']),
                 _ratio(s['p99_ms'], e['p99_ms']), _ratio(e['rps'], s['rps']),
-                row[FLOOR_PAGE]['p50_ms'], row[FLOOR_EMPTY]['p50_ms']))
+                row[FLOOR_PAGE]['p50_ms'], row[FLOOR_EMPTY]['p50_ms'],
+                e.get('cells_cores')))
 
 
 def _show(out):
     headers = ('query', 'clients', 'writes', 'stock p50/p99 ms',
                'nova_ext p50/p99 ms', 'x p50', 'x p99', 'req/s stock',
                'req/s nova_ext', 'x req/s', 'floor page/empty p50 ms',
-               'nova_ext/floor', 'load')
+               'nova_ext/floor', 'load', "cells' cores")
     rows = []
     for r in out['rows']:
         s, e = r[STOCK], r[NOVA_EXT]
@@ -300,7 +332,7 @@ def _show(out):
                      '%s / %s' % (r[FLOOR_PAGE]['p50_ms'],
                                   r[FLOOR_EMPTY]['p50_ms']),
                      _ratio(e['p50_ms'], r[FLOOR_PAGE]['p50_ms']),
-                     r['load'][0]))
+                     r['load'][0], e.get('cells_cores')))
     print('\n== nova-ext-bench cloud ==')
     for key, value in out['environment'].items():
         print('%s: %s' % (key.replace('_', ' '), value))

@@ -150,6 +150,20 @@ class Processes(object):
         for name in names:
             self.stop(name)
 
+    def cpu_seconds(self, names):
+        """``{name: CPU seconds}`` its process group's live members used.
+
+        User and system time, the group's children included while they
+        live (uwsgi's workers, a conductor's); a name not running counts
+        0.
+        """
+        used = {}
+        for name in names:
+            pid = self.pid(name)
+            used[name] = sum(_cpu(member) for member in (
+                group_members(pid) if pid else ()))
+        return used
+
     def check(self, name):
         if not self.running(name):
             raise CloudError('%s exited; its log ends with:\n%s'
@@ -178,6 +192,20 @@ def group_members(pgid):
         if fields[0] != 'Z' and int(fields[2]) == pgid:
             members.append(int(entry))
     return members
+
+
+def _cpu(pid):
+    """The user and system seconds process ``pid`` used; 0 once gone."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime and stime, in clock ticks.
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+_TICKS = os.sysconf('SC_CLK_TCK')
 
 
 def alive(pid):

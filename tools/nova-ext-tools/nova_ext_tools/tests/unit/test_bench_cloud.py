@@ -72,6 +72,30 @@ class TestPhases(base.TestCase):
         self.assertEqual(201, got['requests'])
 
 
+class TestCellServices(base.TestCase):
+
+    def test_cores_of_the_cell_services_during_phases(self):
+        before = {'nova-compute-cell1': 10.0, 'nova-conductor': 4.0}
+        after = {'nova-compute-cell1': 13.0, 'nova-conductor': 5.5,
+                 'nova-compute-cell2': 0.5}
+        # A service that started meanwhile counts from 0; one that
+        # restarted (its seconds went back) counts nothing.
+        self.assertEqual(5.0, cloudbench._used(before, after))
+        self.assertEqual(0.0, cloudbench._used(
+            {'nova-conductor': 9.0}, {'nova-conductor': 2.0}))
+        self.assertEqual(0.25, cloudbench._cores(5.0, 20.0))
+        self.assertIsNone(cloudbench._cores(1.0, 0))
+
+    def test_the_cells_services_are_those_no_list_asks(self):
+        names = ['keystone', 'nova-api', 'nova-api-stock',
+                 'nova-compute-cell1', 'nova-conductor',
+                 'nova-conductor-cell2', 'nova-scheduler', 'neutron',
+                 'nova-ext-indexer']
+        self.assertEqual(
+            ['nova-compute-cell1', 'nova-conductor', 'nova-conductor-cell2'],
+            cloudbench._cell_services(names))
+
+
 class TestCounters(base.TestCase):
     """The nova-api counters read back from the indexer's /metrics text."""
 

@@ -75,6 +75,27 @@ class TestProcesses(base.TestCase):
                              ')')[-1].split()[0] != 'Z')
         self.assertEqual([], self.ps.names())
 
+    def test_cpu_seconds_count_the_whole_group(self):
+        # The parent sleeps; its child spins until it has used 0.3 s of
+        # CPU, then sleeps.
+        spin = ('import subprocess, sys, time\n'
+                'child = subprocess.Popen([sys.executable, "-c", '
+                '"import time\\n'
+                'while time.process_time() < 0.3: pass\\n'
+                'print(1, flush=True)\\n'
+                'time.sleep(300)"])\n'
+                'time.sleep(300)\n')
+        self.ps.start('spinner', [sys.executable, '-c', spin])
+        self.ps.start('sleeper', [sys.executable, '-c',
+                                  'import time; time.sleep(300)'])
+        procs.wait_for('the child', lambda: open(
+            self.ps.log('spinner')).read().strip(), 30)
+        used = self.ps.cpu_seconds(['spinner', 'sleeper', 'never'])
+        self.assertEqual(['never', 'sleeper', 'spinner'], sorted(used))
+        self.assertGreaterEqual(used['spinner'], 0.3)
+        self.assertLess(used['sleeper'], 0.3)
+        self.assertEqual(0, used['never'])
+
     def _stopped(self, **kwargs):
         self.ps.start('leader', [sys.executable, '-c', _LEADER], **kwargs)
         procs.wait_for('the child', lambda: 'ready' in open(
