@@ -49,9 +49,10 @@ TARGET_RATIO, FLOOR_TARGET = 20.0, 2.0
 #: The queries whose nova_ext requests are broken down (--profile).
 PROFILED = ('detail admin', 'index admin')
 #: The services of the cloud's compute hosts and cells, which no list
-#: request asks: their periodic tasks (each compute syncs the power state
-#: of its 1000 servers every 10 minutes, through its cell's conductor)
-#: take the CPU of this one machine from the nova-apis measured.
+#: request asks: their periodic tasks over each compute's 1000 servers
+#: (every minute, and the power-state sync every 10 minutes, through the
+#: cell's conductor) take the CPU of this one machine from the nova-apis
+#: measured.
 CELL_SERVICES = ('nova-compute-', 'nova-conductor')
 #: Concurrent requests that reach every worker of a nova-api.
 WORKERS = layout.API_WORKERS
@@ -163,7 +164,8 @@ def _cell_services(names):
 def _used(before, after):
     """CPU seconds used between two ``Processes.cpu_seconds``.
 
-    A process that restarted meanwhile counts from 0.
+    A service started meanwhile counts from 0; one whose seconds went
+    back (restarted, or a member gone) counts nothing.
     """
     return sum(max(0.0, seconds - before.get(name, 0.0))
                for name, seconds in after.items())
