@@ -39,6 +39,7 @@ import signal
 import time
 
 from nova_ext_tools.bench import isolate
+from nova_ext_tools.cloud import procs
 
 #: Stop, look for locks and resume at most this many times.
 TRIES = 100
@@ -149,7 +150,8 @@ def state(pid):
         tasks = os.listdir('/proc/%d/task' % pid)
     except FileNotFoundError:
         return set()
-    fields = (_stat('/proc/%d/task/%s/stat' % (pid, task)) for task in tasks)
+    fields = (procs.stat_fields('/proc/%d/task/%s/stat' % (pid, task))
+              for task in tasks)
     return {f[0] for f in fields if f}
 
 
@@ -171,23 +173,9 @@ def _signal(pids, signum):
             pass
 
 
-def _stat(path):
-    """The fields of a ``stat`` file after the command name; None if gone.
-
-    The first is the state, the 12th and 13th the user and system CPU
-    time (the 3rd, 14th and 15th of the whole line).
-    """
-    try:
-        with open(path) as stat:
-            # The command name, in parentheses, may hold spaces.
-            return stat.read().rsplit(')', 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-
-
 def _cpu_ticks(pid):
-    fields = _stat('/proc/%d/stat' % pid)
-    return None if fields is None else int(fields[11]) + int(fields[12])
+    fields = procs.stat_fields('/proc/%d/stat' % pid)
+    return None if fields is None else procs.cpu_ticks(fields)
 
 
 def _guard(pids, watch, stall):

@@ -157,12 +157,12 @@ class Processes(object):
         live (uwsgi's workers, a conductor's); a name not running counts
         0.
         """
-        used = {}
-        for name in names:
-            pid = self.pid(name)
-            used[name] = sum(_cpu(member) for member in (
-                group_members(pid) if pid else ()))
-        return used
+        ticks = {}
+        for _, fields in _live():
+            group = int(fields[2])
+            ticks[group] = ticks.get(group, 0) + cpu_ticks(fields)
+        return {name: ticks.get(self.pid(name), 0) / _TICKS
+                for name in names}
 
     def check(self, name):
         if not self.running(name):
@@ -177,35 +177,41 @@ def _unlink(path):
         pass
 
 
-def group_members(pgid):
-    """The live processes of process group ``pgid``."""
-    members = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        # state, ppid, pgrp
-        if fields[0] != 'Z' and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
+def stat_fields(path):
+    """The fields of a ``stat`` file after the command name; None if gone.
 
-
-def _cpu(pid):
-    """The user and system seconds process ``pid`` used; 0 once gone."""
+    The first is the state, the third the process group, the 12th and
+    13th the user and system CPU time (the 3rd, 5th, 14th and 15th of the
+    whole line).
+    """
     try:
-        with open('/proc/%d/stat' % pid) as f:
-            fields = f.read().rsplit(')', 1)[1].split()
-    except OSError:
-        return 0.0
-    # utime and stime, in clock ticks.
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+        with open(path) as stat:
+            # The command name, in parentheses, may hold spaces.
+            return stat.read().rsplit(')', 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def cpu_ticks(fields):
+    """The user and system CPU time of :func:`stat_fields`, in ticks."""
+    return int(fields[11]) + int(fields[12])
 
 
 _TICKS = os.sysconf('SC_CLK_TCK')
+
+
+def _live():
+    """``(pid, stat fields)`` of every live process, in one look."""
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            fields = stat_fields('/proc/%s/stat' % entry)
+            if fields is not None and fields[0] != 'Z':
+                yield int(entry), fields
+
+
+def group_members(pgid):
+    """The live processes of process group ``pgid``."""
+    return [pid for pid, fields in _live() if int(fields[2]) == pgid]
 
 
 def alive(pid):
@@ -213,11 +219,8 @@ def alive(pid):
 
     A child of ours that exited stays a zombie until reaped: it does not.
     """
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except OSError:
-        return False
+    fields = stat_fields('/proc/%d/stat' % pid)
+    return fields is not None and fields[0] != 'Z'
 
 
 def _reap():
