@@ -193,7 +193,7 @@ def read(engine):
     return None if row is None else (row[0], row[1])
 
 
-def settled(engine, first=None):
+def settled(engine, first):
     """``(whether a change waits, the generation, the ticket)``, at once.
 
     One statement reads them, so the generation names a state that holds
@@ -209,14 +209,9 @@ def settled(engine, first=None):
     (``pending.look``).
 
     :param first: ``first(engine, statement)``, the first row a statement
-        reads; by default read on a connection of ``engine``.
+        reads (``nova_ext.instance_list.direct_reads.first``).
     """
-    if first is None:
-        with engine.connect() as conn:
-            row = conn.execute(_SETTLED).one()
-    else:
-        row = first(engine, _SETTLED)
-    waiting, now, token, ticket = row
+    waiting, now, token, ticket = first(engine, _SETTLED)
     return bool(waiting), None if now is None else (now, token), ticket or 0
 
 

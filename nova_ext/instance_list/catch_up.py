@@ -52,18 +52,6 @@ def unrecorded():
     return len(held), max(0.0, time.time() - oldest)
 
 
-def _first(engine):
-    """How a request reads whether changes wait (``generation.settled``).
-
-    In one round trip, on a connection of its own (``direct_reads``). Not
-    on SQLite: the index's own connections are made with its settings
-    there (``nova_ext.index.sqlite``), and a read costs no round trip.
-    """
-    if engine.dialect.name == 'sqlite':
-        return None
-    return direct_reads.first
-
-
 def silent(conf):
     """The other holders of marks that have not vouched lately.
 
@@ -175,7 +163,8 @@ class CatchUp(object):
         self._others_recorded()
         engine = db.get_engine(self.conf)
         limit = self.conf.nova_ext_index.catch_up_limit
-        waiting, now, ticket = generation.settled(engine, _first(engine))
+        # As the list's other one-statement reads (direct_reads).
+        waiting, now, ticket = generation.settled(engine, direct_reads.first)
         if not waiting:
             return now
         # The holds of a process that died stop counting here too, not

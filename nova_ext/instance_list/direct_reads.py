@@ -24,14 +24,20 @@ process, in autocommit mode and without a reset when a
 connection goes back to its pool: the statement is the one round trip,
 and it reads what a statement of Nova's made at that moment reads, the
 last committed rows. A pooled connection the database dropped (restarted
-since it was opened) fails the statement: the engine's connections are
-all dropped and the statement is asked once more on a new one, so that
-only a database that does not answer a new connection either fails the
-read. What the database's driver raises is raised as SQLAlchemy's
-``DBAPIError``, as a plain SQLAlchemy engine raises it.
+since it was opened) fails the statement with an error the driver's
+dialect tells for a disconnection: the engine's connections are all
+dropped and the statement is asked once more on a new one, so that only
+a database that does not answer a new connection either fails the read.
+Any other error (a statement the database refuses) is raised at once,
+and the connection stays in the pool. What the database's driver raises
+is raised as SQLAlchemy's ``DBAPIError``, as a plain SQLAlchemy engine
+raises it.
 
-A database in memory (SQLite's, in tests) is reached through Nova's
-engine only: another engine would open another database.
+A SQLite database (the embedded default) is read through the engine
+given: a read of it makes no round trip, the engine's own connections
+carry the settings its owner gave them (``nova_ext.index.sqlite``), and
+one in memory is only reached through it. What that engine raises is
+raised.
 
 Each engine keeps up to :data:`POOL_SIZE` idle connections to its
 database per nova-api process.
@@ -57,26 +63,17 @@ _ENGINES = {}
 _COMPILED = {}
 
 
-def _in_memory(url):
-    return (url.get_backend_name() == 'sqlite' and
-            url.database in (None, '', ':memory:'))
-
-
 def _engine(url):
     key = (os.getpid(), url.render_as_string(hide_password=False))
     with _LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
-            kwargs = {}
-            if url.get_backend_name() == 'sqlite':
-                # A connection of the pool serves any thread in turn.
-                kwargs['connect_args'] = {'check_same_thread': False}
             engine = _ENGINES[key] = sa.create_engine(
                 url, isolation_level='AUTOCOMMIT', pool_reset_on_return=None,
                 # More at once than it keeps: never waited for, closed
                 # when done.
                 poolclass=sa.pool.QueuePool, pool_size=POOL_SIZE,
-                max_overflow=-1, pool_recycle=RECYCLE, **kwargs)
+                max_overflow=-1, pool_recycle=RECYCLE)
         return engine
 
 
@@ -84,7 +81,8 @@ def ask(engine):
     """Ask the database of Nova's ``engine`` ``SELECT 1``.
 
     :raises: SQLAlchemy's ``DBAPIError`` (or another error of SQLAlchemy)
-        when it does not answer a new connection.
+        when it does not answer a new connection; on SQLite, what
+        ``engine`` raises.
     """
     scalar(engine, _SELECT_ONE)
 
@@ -108,7 +106,7 @@ def first(engine, statement, params=None):
     :param statement: as :func:`scalar`'s.
     :raises: as :func:`ask`.
     """
-    if _in_memory(engine.url):
+    if engine.dialect.name == 'sqlite':
         with engine.connect() as conn:
             row = conn.execute(statement, params or {}).first()
         return None if row is None else tuple(row)
@@ -117,14 +115,20 @@ def first(engine, statement, params=None):
     try:
         try:
             return _first(own, statement, params)
-        except Exception:
-            # A kept connection may be one the database has dropped; so
-            # may the others kept with it.
+        except dbapi_error as e:
+            if not _dropped(own, e):
+                raise
+            # The others kept with it may have been dropped too.
             own.dispose()
             return _first(own, statement, params)
     except dbapi_error as e:
         raise sa.exc.DBAPIError.instance(
             str(_compiled(own, statement)), params, e, dbapi_error) from e
+
+
+def _dropped(own, error):
+    """Whether the driver's ``error`` tells of a connection lost."""
+    return own.dialect.is_disconnect(error, None, None)
 
 
 def _compiled(own, statement):
@@ -150,9 +154,10 @@ def _first(own, statement, params):
             row = cursor.fetchone()
         finally:
             cursor.close()
-    except Exception:
-        # Not back into the pool: the next read connects anew.
-        conn.invalidate()
+    except own.dialect.loaded_dbapi.Error as e:
+        if _dropped(own, e):
+            # Not back into the pool: the next read connects anew.
+            conn.invalidate()
         raise
     finally:
         conn.close()

@@ -17,6 +17,7 @@ answering once it is back, on the connections it kept from before; and
 a read on a kept connection sees every row committed before it.
 """
 
+import futurist
 from oslotest import base as oslotest_base
 import sqlalchemy as sa
 
@@ -37,6 +38,70 @@ class _Probe(sqlserver.OnServer):
     def probe(self):
         (probe,) = direct_reads._ENGINES.values()
         return probe
+
+    def kept_connection(self):
+        """The server's id of the connection the next read is asked on."""
+        return direct_reads.scalar(self.novas, self.CONNECTION_ID)
+
+    def test_one_engine_per_database(self):
+        direct_reads.ask(self.novas)
+        probe = self.probe()
+        self.assertIsNot(self.novas, probe)
+        self.assertEqual(self.novas.url, probe.url)
+        # Whichever of Nova's engines reads it.
+        again = sa.create_engine(self.novas.url)
+        self.addCleanup(again.dispose)
+        direct_reads.ask(again)
+        self.assertEqual([probe], list(direct_reads._ENGINES.values()))
+        other = sa.create_engine(self.new_database('other'))
+        self.addCleanup(other.dispose)
+        direct_reads.ask(other)
+        self.assertEqual(2, len(direct_reads._ENGINES))
+        direct_reads.dispose()
+        self.assertEqual({}, direct_reads._ENGINES)
+
+    def test_the_first_row(self):
+        table = sa.Table('t', sa.MetaData(), sa.Column('p', sa.String(8)),
+                         sa.Column('n', sa.Integer))
+        table.metadata.create_all(self.novas)
+        with self.novas.begin() as conn:
+            conn.execute(table.insert().values([{'p': 'a', 'n': 2},
+                                                {'p': 'b', 'n': 1}]))
+        both = sa.select(sa.exists().select_from(table),
+                         sa.select(sa.func.max(table.c.n))
+                         .scalar_subquery())
+        self.assertEqual((True, 2), direct_reads.first(self.novas, both))
+        self.assertEqual(('b', 1), direct_reads.first(
+            self.novas,
+            sa.select(table.c.p, table.c.n).order_by(table.c.n)))
+        self.assertIsNone(direct_reads.first(
+            self.novas, sa.select(table.c.p).where(table.c.n == 3)))
+
+    def test_a_statement_the_database_refuses(self):
+        missing = sa.Table('missing', sa.MetaData(),
+                           sa.Column('p', sa.Integer))
+        kept = self.kept_connection()
+        error = self.assertRaises(sa.exc.DBAPIError, direct_reads.first,
+                                  self.novas, sa.select(missing.c.p))
+        self.assertIsInstance(error.orig,
+                              self.novas.dialect.loaded_dbapi.Error)
+        self.assertIn('missing', str(error))
+        # Raised as it came, not asked again: the connection was not
+        # dropped, and stays the one kept.
+        self.assertEqual(1, self.probe().pool.checkedin())
+        self.assertEqual(kept, self.kept_connection())
+
+    def test_any_thread_asks_on_the_kept_connections(self):
+        direct_reads.ask(self.novas)
+        with futurist.ThreadPoolExecutor(max_workers=4) as pool:
+            asked = [pool.submit(direct_reads.ask, self.novas)
+                     for _ in range(8)]
+            for future in asked:
+                # What it raised, if anything.
+                future.result()
+        self.assertLessEqual(self.probe().pool.checkedin(),
+                             direct_reads.POOL_SIZE)
+        self.assertEqual([], self.open_transactions())
 
     def test_one_query_no_transaction_left(self):
         direct_reads.ask(self.novas)
@@ -77,6 +142,7 @@ class _Probe(sqlserver.OnServer):
                                       direct_reads.ask, self.novas)
             self.assertIsInstance(error.orig,
                                   self.novas.dialect.loaded_dbapi.Error)
+            self.assertEqual(0, self.probe().pool.checkedin())
         finally:
             self.sql_server.resume()
         direct_reads.ask(self.novas)
@@ -89,12 +155,14 @@ class _Probe(sqlserver.OnServer):
         self.sql_server.halt()
         self.sql_server.resume()
         direct_reads.ask(self.novas)
+        self.assertEqual(1, self.probe().pool.checkedin())
         self.assertEqual([], self.open_transactions())
 
 
 class TestProbeOnMariaDB(_Probe, oslotest_base.BaseTestCase):
 
     SERVER = sqlserver.MariaDB
+    CONNECTION_ID = sa.select(sa.func.connection_id())
 
     def open_transactions(self):
         # As the kept connection itself tells.
@@ -110,6 +178,7 @@ class TestProbeOnMariaDB(_Probe, oslotest_base.BaseTestCase):
 class TestProbeOnPostgreSQL(_Probe, oslotest_base.BaseTestCase):
 
     SERVER = sqlserver.PostgreSQL
+    CONNECTION_ID = sa.select(sa.func.pg_backend_pid())
 
     def open_transactions(self):
         with self.novas.connect() as conn:

@@ -17,8 +17,8 @@ import sqlite3
 import types
 
 import fixtures
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
-import sqlalchemy as sa
 
 from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import direct_reads
@@ -54,9 +54,11 @@ class TestProbe(base.TestCase):
         gone = self.url(os.path.join('no-dir', 'r.db'))
         cctxt = self.cell(connection=self.url('cell.db'),
                           slave_connection=gone)
-        error = self.assertRaises(sa.exc.DBAPIError,
+        # What Nova's engine raises.
+        error = self.assertRaises(db_exc.DBError,
                                   cellhealth.CellHealth()._probe, cctxt)
-        self.assertIsInstance(error.orig, sqlite3.OperationalError)
+        self.assertIsInstance(error.inner_exception.orig,
+                              sqlite3.OperationalError)
         cctxt = self.cell(connection=gone,
                           slave_connection=self.url('replica.db'))
         self.assertTrue(cellhealth.CellHealth()._probe(cctxt))
