@@ -69,6 +69,7 @@ def families(report):
     yield synced
     yield from _reconcile(report.get('reconcile'))
     yield from _api(report['api'])
+    yield from _holders(report.get('holders'))
 
 
 def _reconcile(lease):
@@ -111,6 +112,15 @@ def _api(rows):
         'handed to Nova, by outcome and reason (numbers and uuids in the '
         'reason read N; past 20 reasons, "other").',
         labels=['host', 'pid', 'driver', 'outcome', 'reason'])
+    holders_read = _gauge('api_holders_read', 'Whether a nova-api process '
+                          'had read the holders of marks within its window '
+                          'at its last report; while not, it answers its '
+                          'lists from Nova.', labels=names)
+    not_vouching = _gauge('api_holders_not_vouching', 'The other holders '
+                          'of marks a nova-api process had not seen vouch '
+                          'within its window at its last report; while '
+                          'any, it answers its lists from Nova.',
+                          labels=names)
     pages = core.CounterMetricFamily(
         PREFIX + 'api_page_cache_lookups', 'Lookups of a nova-api '
         'process\'s page cache, by outcome: kept, brought (up to date from '
@@ -131,7 +141,32 @@ def _api(rows):
         if row['unrecorded'] is not None:
             unrecorded.add_metric(labels, row['unrecorded'])
             unrecorded_lag.add_metric(labels, row['unrecorded_lag'])
-    return requests, reasons, pages, reported, unrecorded, unrecorded_lag
+        silent = row.get('silent')
+        if silent is not None:
+            read = silent['holders'] is not None
+            holders_read.add_metric(labels, int(read))
+            if read:
+                not_vouching.add_metric(labels, len(silent['holders']))
+    return (requests, reasons, pages, reported, unrecorded, unrecorded_lag,
+            holders_read, not_vouching)
+
+
+def _holders(rows):
+    """The holders table's counts; none where it is not upgraded yet."""
+    names = ['holder', 'host', 'pid']
+    beats = core.CounterMetricFamily(
+        PREFIX + 'holder_beats', 'Heartbeats of a process that holds '
+        'marks, since it took its name.', labels=names)
+    vouches = core.CounterMetricFamily(
+        PREFIX + 'holder_vouches', 'Heartbeats on which that process '
+        'vouched that it had recorded every change it learned of; beats '
+        'that go on without them hold every nova-api\'s lists to Nova.',
+        labels=names)
+    for row in rows or ():
+        labels = [row['holder'], row['host'], str(row['pid'])]
+        beats.add_metric(labels, row['beats'])
+        vouches.add_metric(labels, row['vouches'])
+    return beats, vouches
 
 
 def indexer_families(indexer):

@@ -87,8 +87,8 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
         report = self.report = status.collect(
             nova_context.get_admin_context(), CONF)
         code, out = self.manage('status')
-        scraped = test_index_metrics.scrape(exporter.IndexCollector(
-            CONF, nova_context.get_admin_context))
+        scraped = self.scraped = test_index_metrics.scrape(
+            exporter.IndexCollector(CONF, nova_context.get_admin_context))
         check = status_cmd.Checks(CONF)._check_instance_index()
         if reason is None:
             self.assertEqual((True, [], 0), (report['healthy'],
@@ -224,6 +224,7 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
         self.assertIn('; %s' % said, out)
         self.assertIn('holder %s: %s/%d, ' % (name, socket.gethostname(),
                                               os.getpid()), out)
+        self.assertScraped(name, not_vouching=1, vouches=0)
         # Once it vouches, lists are the index's again.
         vouching[0] = True
         while seen.silent(own=holders.get_lease(CONF).name) != []:
@@ -234,3 +235,27 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
         (api,) = self.report['api']
         self.assertEqual(({'holders': [], 'window': 4.0}, None),
                          (api['silent'], api['not_vouching']))
+        self.assertScraped(name, not_vouching=0)
+
+    def assertScraped(self, name, not_vouching, vouches=None):
+        """The last scrape says what this process reported of ``name``.
+
+        Scraped after the report was read (``assertTold``): beats may
+        only have gone on in between.
+        """
+        got = self.scraped
+        labels = (('driver', 'index'), ('host', socket.gethostname()),
+                  ('pid', str(os.getpid())))
+        self.assertEqual((1, not_vouching), (
+            got[('nova_ext_index_api_holders_read', labels)],
+            got[('nova_ext_index_api_holders_not_vouching', labels)]))
+        holder = (('holder', name), ('host', socket.gethostname()),
+                  ('pid', str(os.getpid())))
+        row = [h for h in self.report['holders'] if h['holder'] == name]
+        self.assertEqual(1, len(row))
+        self.assertGreaterEqual(
+            got[('nova_ext_index_holder_beats_total', holder)],
+            row[0]['beats'])
+        if vouches is not None:
+            self.assertEqual(vouches, got[(
+                'nova_ext_index_holder_vouches_total', holder)])

@@ -79,6 +79,46 @@ class TestFamilies(base.TestCase):
             ['7'], [dict(k[1])['pid'] for k in got
                     if k[0] == 'nova_ext_index_api_unrecorded_changes'])
 
+    def test_holders_and_what_each_process_saw_of_them(self):
+        labels = (('driver', 'index'), ('host', 'api1'))
+        report = test_status._report(api=[
+            test_status._row(0, 0.0, silent={'holders': ['h1', 'h2'],
+                                             'window': 4.0}),
+            test_status._row(0, 0.0, pid=8, silent={'holders': None,
+                                                    'window': 4.0}),
+            test_status._row(0, 0.0, pid=9, silent={'holders': [],
+                                                    'window': 4.0}),
+            test_status._row(0, 0.0, pid=10)])
+        report['holders'] = [
+            {'holder': 'h1', 'host': 'c1', 'pid': 20, 'beats': 40,
+             'vouches': 12},
+            {'holder': 'h2', 'host': 'c2', 'pid': 21, 'beats': 3,
+             'vouches': 0}]
+        got = samples(report)
+
+        def by_pid(name):
+            return {dict(k[1])['pid']: v for k, v in got.items()
+                    if k[0] == name and k[1][:2] == labels}
+
+        # A process that did not publish what it saw has neither.
+        self.assertEqual({'7': 1, '8': 0, '9': 1},
+                         by_pid('nova_ext_index_api_holders_read'))
+        self.assertEqual({'7': 2, '9': 0},
+                         by_pid('nova_ext_index_api_holders_not_vouching'))
+        self.assertEqual(
+            {('nova_ext_index_holder_beats_total', 'h1', 'c1', '20', 40),
+             ('nova_ext_index_holder_vouches_total', 'h1', 'c1', '20', 12),
+             ('nova_ext_index_holder_beats_total', 'h2', 'c2', '21', 3),
+             ('nova_ext_index_holder_vouches_total', 'h2', 'c2', '21', 0)},
+            {(k[0], dict(k[1])['holder'], dict(k[1])['host'],
+              dict(k[1])['pid'], v)
+             for k, v in got.items()
+             if k[0].startswith('nova_ext_index_holder_')})
+        # An index not upgraded to the holders table: no holder.
+        report['holders'] = None
+        self.assertFalse([k for k in samples(report)
+                          if k[0].startswith('nova_ext_index_holder_')])
+
     def test_unreadable(self):
         self.assertEqual({('nova_ext_index_up', ()): 0}, samples(None))
 
