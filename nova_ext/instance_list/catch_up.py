@@ -204,7 +204,7 @@ class CatchUp(object):
             check.take(answered)
         if failed:
             raise base.Unservable('%d changed instances could not be read '
-                                  'from their cells' % len(failed))
+                                  'and recorded' % len(failed))
         return None
 
     def _record_own(self):

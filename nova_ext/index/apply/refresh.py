@@ -92,7 +92,7 @@ def refresh(ctx, conf, uuids, rewrite=False, answered=None):
                 if mapped.get(u) is None and u not in failed]
     if unmapped:
         totals = totals._replace(removed=remove(engine, unmapped))
-    read = functools.partial(source.read, ticket=ticket)
+    read = functools.partial(source.read_cell, ticket=ticket)
     if answered is None:
         results = _each_cell(ctx, by_cell, read)
     else:
@@ -111,18 +111,36 @@ def refresh(ctx, conf, uuids, rewrite=False, answered=None):
                     'cell %s: %s', len(cell_uuids), cell_uuid, result)
         failed.extend(cell_uuids)
     if reads:
-        # Every cell's in one index transaction: one commit, and one
-        # statement per table, however many cells the instances are in.
-        try:
-            totals = _add(totals, writer.apply_reads(engine, reads,
-                                                     rewrite))
-        except _ERRORS as e:
-            read_uuids = [u for _read, cell_uuids in reads
-                          for u in cell_uuids]
-            LOG.warning('nova_ext index: could not write %d refreshed '
-                        'instances: %s', len(read_uuids), e)
-            failed.extend(read_uuids)
+        totals = _record(ctx, engine, reads, rewrite, totals, failed)
     return totals._replace(failed=len(failed)), failed
+
+
+def _record(ctx, engine, reads, rewrite, totals, failed):
+    """Write the cells' ``reads``, with their specs, to the index.
+
+    :returns: ``totals`` with the outcome added; the reads' uuids are
+        added to ``failed`` instead if either database fails.
+    """
+    read_uuids = [u for _read, cell_uuids in reads for u in cell_uuids]
+    try:
+        # Outside the cells' pass, in one statement: a failure of the API
+        # database is not one of the cell's.
+        source.add_specs(ctx, [result for result, _uuids in reads])
+    except _ERRORS as e:
+        LOG.warning('nova_ext index: could not read the request specs of '
+                    '%d refreshed instances from the API database: %s',
+                    len(read_uuids), e)
+        failed.extend(read_uuids)
+        return totals
+    # Every cell's in one index transaction: one commit, and one
+    # statement per table, however many cells the instances are in.
+    try:
+        return _add(totals, writer.apply_reads(engine, reads, rewrite))
+    except _ERRORS as e:
+        LOG.warning('nova_ext index: could not write %d refreshed '
+                    'instances: %s', len(read_uuids), e)
+        failed.extend(read_uuids)
+        return totals
 
 
 def refresh_now(ctx, conf, uuids, rewrite=False):

@@ -13,9 +13,10 @@
 
 Rows are read with SQLAlchemy Core from the tables of Nova's own models, as
 they are, deleted rows included: the index must answer ``deleted=True`` and
-``changes-since`` queries exactly as the cells do. Each read also reads the
-instances' RequestSpecs from the API database, whose digest the index
-keeps (``writer.PARTS``).
+``changes-since`` queries exactly as the cells do. The instances'
+RequestSpecs, whose digest the index keeps (``writer.PARTS``), are read
+from the API database for the reads of every cell at once
+(:func:`add_specs`).
 """
 
 import hashlib
@@ -80,12 +81,26 @@ class CellRead(object):
 
 
 def read(cctxt, cell_mapping, uuids, ticket):
+    """Read the instances ``uuids``, their related rows and their specs.
+
+    :param cctxt: a context targeted at ``cell_mapping``.
+    :param ticket: as :func:`read_cell`.
+    """
+    result = read_cell(cctxt, cell_mapping, uuids, ticket)
+    add_specs(cctxt, [result])
+    return result
+
+
+def read_cell(cctxt, cell_mapping, uuids, ticket):
     """Read the instances ``uuids`` and their related rows from one cell.
+
+    Their request specs are in the API database: :func:`add_specs` reads
+    them, for the reads of every cell at once.
 
     :param cctxt: a context targeted at ``cell_mapping``.
     :param ticket: the index's sequence number, taken before this read
-        (``nova_ext.index.marks.sequence.take``): the specs too are read
-        after it was taken, so they hold every change it covers.
+        (``nova_ext.index.marks.sequence.take``); the specs too must be
+        read after it was taken, so that they hold every change it covers.
     """
     uuids = list(uuids)
     result = CellRead(cell_mapping, time.time(), ticket)
@@ -96,8 +111,19 @@ def read(cctxt, cell_mapping, uuids, ticket):
     with main_db_api.get_context_manager(
             cctxt).reader.connection.using(cctxt) as conn:
         read_rows(conn.execute, result, uuids)
-    result.request_specs = specs_of(cctxt, result.instances)
     return result
+
+
+def add_specs(context, reads):
+    """Give each of ``reads`` the stored specs of its instances.
+
+    One statement in the API database, whatever the number of cells.
+    """
+    found = specs_of(context, [uuid for result in reads
+                               for uuid in result.instances])
+    for result in reads:
+        result.request_specs = {uuid: found[uuid] for uuid in result.instances
+                                if uuid in found}
 
 
 def specs_of(context, uuids):

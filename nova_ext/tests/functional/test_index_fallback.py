@@ -24,6 +24,7 @@ import time
 import urllib.parse
 
 from nova import context as nova_context
+from nova.db.api import api as api_db_api
 from nova.db.main import api as main_db_api
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
@@ -330,6 +331,41 @@ class TestIndexDownCell(test_index_parity.IndexTestCase):
             got = self.assertSameAnswer(self.admin_api, uri, served=True)
             self.assertIn('renamed-%d' % n, got.text)
             self.assertEqual(0, pending.count(self.index.engine))
+
+    def test_the_api_database_failing_in_a_catch_up(self):
+        # The changed server's cell answers; its request spec, in the API
+        # database, cannot be read. The failure is the API database's, not
+        # the cell's, and the change waits: nothing is lost.
+        changed = self._create_server(host='compute1-1', networks='none')
+        self.sync_index()
+        uri = 'servers?all_tenants=1'
+        # Before 2.96, where Nova's list reads no request spec: it answers.
+        self.admin_api.microversion = '2.95'
+        self.rename(changed, 'renamed')
+        with api_db_api.get_engine().begin() as conn:
+            conn.execute(sa.text(
+                'ALTER TABLE request_specs RENAME TO request_specs_away'))
+        try:
+            before = self.selector.stats.snapshot()
+            got = self.assertSameAnswer(self.admin_api, uri, served=False)
+            after = self.selector.stats.snapshot()
+        finally:
+            with api_db_api.get_engine().begin() as conn:
+                conn.execute(sa.text(
+                    'ALTER TABLE request_specs_away RENAME TO request_specs'))
+        self.assertEqual(200, got.status_code)
+        self.assertGreater(after['unservable'], before['unservable'])
+        self.assertEqual('1 changed instances could not be read and recorded',
+                         after['last_reason'])
+        log = self.stdlog.logger.output
+        self.assertIn('could not read the request specs of 1 refreshed '
+                      'instances from the API database', log)
+        self.assertNotIn('could not refresh', log)
+        self.assertNotIn('are down', log)
+        self.assertEqual(1, pending.count(self.index.engine))
+        got = self.assertSameAnswer(self.admin_api, uri, served=True)
+        self.assertIn('renamed', got.text)
+        self.assertEqual(0, pending.count(self.index.engine))
 
 
 class TestRenderCacheDownCell(test_index_parity._RenderCacheMixin,
