@@ -65,12 +65,6 @@ def current(conn):
         sa.select(sa.func.max(schema.SEQUENCE.c.id))).scalar() or 0
 
 
-def ticket(engine):
-    """:func:`current`, on a connection of its own."""
-    with engine.connect() as conn:
-        return current(conn)
-
-
 def take(engine):
     """A read's ticket: the next number, committed before it reads."""
     return db.write(engine, next_number)

@@ -32,6 +32,7 @@ from nova_ext.index.marks import sequence
 from nova_ext.seams import api as api_entry_point
 from nova_ext.tests.functional import answers
 from nova_ext.tests.functional import test_index_capture as capture
+from nova_ext.tests.unit.index import base as index_base
 
 
 class TestCatchUpReadsOnce(capture._CaptureBase):
@@ -68,7 +69,7 @@ class TestCatchUpReadsOnce(capture._CaptureBase):
                 with contextlib.ExitStack() as stack:
                     if not own_number:
                         stack.enter_context(fixtures.MockPatchObject(
-                            sequence, 'take', side_effect=sequence.ticket))
+                            sequence, 'take', side_effect=index_base.ticket))
                     other.append(refresh.apply_marks.side_effect(
                         nova_context.get_admin_context(), ext_conf.CONF,
                         self.marks()))

@@ -25,9 +25,16 @@ from nova_ext.index.apply import source
 from nova_ext.index import db
 from nova_ext.index.marks import batcher
 from nova_ext.index.marks import pending
+from nova_ext.index.marks import sequence
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration
 from nova_ext.tests.unit import base
+
+
+def ticket(engine):
+    """The index's current sequence number, on a connection of its own."""
+    with engine.connect() as conn:
+        return sequence.current(conn)
 
 
 class IndexDBTestCase(base.TestCase):

@@ -24,7 +24,6 @@ from nova_ext.index.apply import writer
 from nova_ext.index import db
 from nova_ext.index import generation
 from nova_ext.index.marks import pending
-from nova_ext.index.marks import sequence
 from nova_ext.index.marks import told
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration
@@ -192,7 +191,7 @@ class TestSettled(base.IndexDBTestCase):
         number = pending.mark(self.engine, [('u-1', 1.0)])
         waiting, now, ticket = self.settled()
         self.assertEqual((True, self.now(), number), (waiting, now, ticket))
-        self.assertEqual(sequence.ticket(self.engine), ticket)
+        self.assertEqual(base.ticket(self.engine), ticket)
 
     def test_no_generation_row(self):
         pending.mark(self.engine, [('u-1', 1.0)])

@@ -22,20 +22,20 @@ from nova_ext.tests.unit.index import base as index_base
 class TestSequence(index_base.IndexDBTestCase):
 
     def test_numbers_rise_and_the_ticket_is_the_highest(self):
-        self.assertEqual(0, sequence.ticket(self.engine))
+        self.assertEqual(0, index_base.ticket(self.engine))
         with db.begin_write(self.engine) as conn:
             first = sequence.next_number(conn)
             second = sequence.next_number(conn)
         self.assertLess(first, second)
-        self.assertEqual(second, sequence.ticket(self.engine))
+        self.assertEqual(second, index_base.ticket(self.engine))
 
     def test_a_read_s_ticket_is_its_own_and_committed(self):
         # What every list that looked before it read is lower, though no
         # mark was recorded between.
-        looked = sequence.ticket(self.engine)
+        looked = index_base.ticket(self.engine)
         first = sequence.take(self.engine)
         self.assertGreater(first, looked)
-        self.assertEqual(first, sequence.ticket(self.engine))
+        self.assertEqual(first, index_base.ticket(self.engine))
         second = sequence.take(self.engine)
         self.assertGreater(second, first)
         # A ticket marks nothing.
@@ -44,21 +44,21 @@ class TestSequence(index_base.IndexDBTestCase):
     def test_a_number_not_committed_is_no_ticket(self):
         with db.begin_write(self.engine) as conn:
             sequence.next_number(conn)
-        committed = sequence.ticket(self.engine)
+        committed = index_base.ticket(self.engine)
         with self.engine.connect() as conn:
             with conn.begin():
                 taken = sequence.next_number(conn)
-                self.assertEqual(committed, sequence.ticket(self.engine))
+                self.assertEqual(committed, index_base.ticket(self.engine))
                 conn.rollback()
         self.assertGreater(taken, committed)
-        self.assertEqual(committed, sequence.ticket(self.engine))
+        self.assertEqual(committed, index_base.ticket(self.engine))
 
     def test_pruned_numbers_are_never_given_again(self):
         numbers = [pending.mark(self.engine, [('u%d' % n, 1.0)])
                    for n in range(3)]
         with db.begin_write(self.engine) as conn:
             self.assertEqual(2, sequence.prune(conn))
-        self.assertEqual(numbers[-1], sequence.ticket(self.engine))
+        self.assertEqual(numbers[-1], index_base.ticket(self.engine))
         # The highest is kept: the ticket does not fall back to 0 ...
         with db.begin_write(self.engine) as conn:
             self.assertEqual(0, sequence.prune(conn))
