@@ -270,7 +270,7 @@ class IndexDriver(base.RowsDriver):
         self.catch_up.check_archived(ctx, records)
         if page_key is not None:
             page_cache.keep(pages, page_key, now,
-                            (dict(row) for row in records))
+                            page_cache.Rows(dict(row) for row in records))
         return records
 
     def _list(self, ctx, filters, limit, marker, attrs, sort_keys,

@@ -103,12 +103,11 @@ def keep(pages, key, now, value):
     The reads may have seen a later state than ``now``'s: the instances
     that changed in between are among those :func:`current` reads again.
 
-    :param value: the page's rows.
-    :returns: the :class:`Rows` kept.
+    :param value: what is kept: a page's :class:`Rows`, or its volumes.
+    :returns: ``value``.
     """
-    rows = value if isinstance(value, Rows) else Rows(value)
-    pages.put(key, (now, rows))
-    return rows
+    pages.put(key, (now, value))
+    return value
 
 
 def current(pages, key, now, engine, bring):

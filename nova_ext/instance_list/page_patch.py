@@ -35,6 +35,7 @@ equality.
 
 import copy
 
+from nova_ext.instance_list import page_cache
 from nova_ext.seams.internals import instance_lister
 
 #: More changed instances than this, and the page is listed anew.
@@ -74,7 +75,8 @@ def bring(driver, ctx, query, rows, changed):
         gave them, before Nova's query code.
     :param rows: the page's rows, as kept.
     :param changed: uuids of the instances written since.
-    :returns: the rows of the page now, or None if it is to be listed.
+    :returns: the rows of the page now (``page_cache.Rows``, with a memo
+        of their own), or None if it is to be listed.
     """
     (filters, limit, marker, attrs, sort_keys, sort_dirs,
      cell_down_support, _columns) = query
@@ -136,4 +138,4 @@ def bring(driver, ctx, query, rows, changed):
             return None
         if any(position[uuid] < position[last] for uuid in came):
             return None
-    return tuple(row for row in kept if row['uuid'] not in gone)
+    return page_cache.Rows(row for row in kept if row['uuid'] not in gone)

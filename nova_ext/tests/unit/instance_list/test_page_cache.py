@@ -169,21 +169,25 @@ class TestCurrent(index_base.IndexDBTestCase):
         self.assertEqual(page_cache.BRINGS, len(self.brought))
         self.assertEqual({'listed': 1}, dict(self.pages.outcomes))
 
-    def test_rows_kept_with_a_memo_of_their_own(self):
+    def test_kept_as_given(self):
         now = self.now()
-        kept = page_cache.keep(self.pages, self.KEY, now, ('a',))
-        self.assertIsInstance(kept, page_cache.Rows)
-        self.assertEqual({}, kept.memo)
-        kept.memo['worked out'] = True
-        self.assertIs(kept, self.current(now))
-        # Brought up to date: other rows, nothing worked out from them.
+        rows = page_cache.Rows(('a',))
+        self.assertEqual({}, rows.memo)
+        rows.memo['worked out'] = True
+        self.assertIs(rows, page_cache.keep(self.pages, self.KEY, now, rows))
+        self.assertIs(rows, self.current(now))
+        # Brought up to date: what bring gave, the page's new rows with a
+        # memo of their own (page_patch.bring).
         later = self.write('u-1')
-        brought = self.current(later)
+        brought = self.current(later, lambda value, changed: page_cache.Rows(
+            self.bring(value, changed)))
         self.assertEqual(('a', 'u-1'), brought)
         self.assertEqual({}, brought.memo)
         self.assertIs(brought, self.current(later))
-        self.assertIs(brought, page_cache.keep(self.pages, self.KEY, later,
-                                               brought))
+        # A page's volumes, as they are.
+        volumes = [('a', [])]
+        self.assertIs(volumes, page_cache.keep(self.pages, ('volumes',),
+                                               later, volumes))
 
     def test_the_generation_a_page_is_at(self):
         now = self.now()

@@ -19,6 +19,7 @@ before any query, so no driver is given.
 
 import datetime
 
+from nova_ext.instance_list import page_cache
 from nova_ext.instance_list import page_patch
 from nova_ext.tests.unit import base
 
@@ -55,7 +56,11 @@ class TestListedAnew(base.TestCase):
                                      (_row('a', 1),), {'b'}))
 
     def test_none_of_them_under_the_requests_uuid_filter(self):
-        # Nothing to read: the page as it was.
-        rows = (_row('a', 1),)
-        self.assertEqual(rows, self.bring(_query(filters={'uuid': ['a']}),
-                                          rows, {'b'}))
+        # Nothing to read: the page as it was, as new rows kept with a
+        # memo of their own.
+        rows = page_cache.Rows((_row('a', 1),))
+        rows.memo['worked out'] = True
+        brought = self.bring(_query(filters={'uuid': ['a']}), rows, {'b'})
+        self.assertEqual(rows, brought)
+        self.assertIsInstance(brought, page_cache.Rows)
+        self.assertEqual({}, brought.memo)
