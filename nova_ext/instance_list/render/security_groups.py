@@ -34,6 +34,7 @@ no change since it was asked for.
 import collections
 from concurrent import futures
 import functools
+import os
 import threading
 
 import futurist
@@ -52,10 +53,12 @@ _POOL = {}
 
 def _pool(size):
     """This process's pool for Neutron's requests, made on first use."""
+    # A process forked from one that used it has no thread in it.
+    key = (os.getpid(), size)
     with _LOCK:
-        if size not in _POOL:
-            _POOL[size] = futurist.ThreadPoolExecutor(max_workers=size)
-        return _POOL[size]
+        if key not in _POOL:
+            _POOL[key] = futurist.ThreadPoolExecutor(max_workers=size)
+        return _POOL[key]
 
 
 class _PageGroups(object):

@@ -17,6 +17,7 @@ answer compared with Nova's) is in the functional tests
 one request for the groups and the hand-over to the view.
 """
 
+import os
 import threading
 
 import fixtures
@@ -158,6 +159,26 @@ class TestLookup(base.TestCase):
         found = lookup.bindings(self.context, self._docs(lookup.uuids))
         self.assertEqual(6, len(found))
         self.assertEqual([lookup.uuids], self.groups_asked)
+
+    def test_a_forked_process_has_a_pool_of_its_own(self):
+        # Every thread of the parent's pool made: a child forked since
+        # inherits them as objects, not as threads, and its own pool
+        # must run what it is given.
+        gate = threading.Event()
+        parent = security_groups._pool(2)
+        busy = [parent.submit(gate.wait, 10) for _ in range(2)]
+        self.addCleanup(gate.set)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ran = security_groups._pool(2).submit(lambda: 42).result(5)
+            except BaseException:
+                ran = None
+            os._exit(0 if ran == 42 else 1)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(0, os.waitstatus_to_exitcode(status))
+        gate.set()
+        self.assertEqual([True, True], [f.result(10) for f in busy])
 
     def test_one_at_once_or_an_empty_page_leaves_it_to_the_view(self):
         self.assertIsNone(self._start(['a', 'b', 'c'], at_once=1))
