@@ -135,12 +135,25 @@ def _record(ctx, engine, reads, rewrite, totals, failed):
     # Every cell's in one index transaction: one commit, and one
     # statement per table, however many cells the instances are in.
     try:
-        return _add(totals, writer.apply_reads(engine, reads, rewrite))
+        outcome = writer.apply_reads(engine, reads, rewrite)
     except _ERRORS as e:
         LOG.warning('nova_ext index: could not write %d refreshed '
                     'instances: %s', len(read_uuids), e)
         failed.extend(read_uuids)
         return totals
+    failed.extend(outcome.refused)
+    warn_refused(reads)
+    return _add(totals, outcome)
+
+
+def warn_refused(reads):
+    """Log each instance of ``reads`` whose row Nova cannot read."""
+    for result, _uuids in reads:
+        for uuid, why in sorted(result.refused.items()):
+            LOG.warning('nova_ext index: instance %s of cell %s holds a '
+                        'value Nova cannot read (%s); its change waits, '
+                        'and Nova answers every list until the row is '
+                        'mended', uuid, result.cell_uuid, why)
 
 
 def refresh_now(ctx, conf, uuids, rewrite=False):

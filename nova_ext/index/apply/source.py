@@ -67,6 +67,9 @@ class CellRead(object):
     :ivar security_groups: ``{uuid: [(association row, group row)]}``.
     :ivar request_specs: ``{uuid: stored spec}`` of the instances read that
         have one in the API database.
+    :ivar refused: ``{uuid: why}`` of the instances whose row holds a value
+        Nova's own query of the cell refuses (:func:`refusal`): not in
+        ``instances``, and not to be taken as gone from the cell.
     """
 
     def __init__(self, cell_mapping, read_at, ticket):
@@ -78,6 +81,7 @@ class CellRead(object):
         self.children = {}
         self.security_groups = {}
         self.request_specs = {}
+        self.refused = {}
 
 
 def read(cctxt, cell_mapping, uuids, ticket):
@@ -147,6 +151,38 @@ def _uuids_in(column):
     return column.in_(sa.bindparam('uuids', expanding=True))
 
 
+#: ``{column: its values}`` of the instance's enum columns.
+_ENUMS = {column.name: frozenset(column.type.enums)
+          for column in INSTANCES.c if isinstance(column.type, sa.Enum)}
+
+
+def _as_stored(table):
+    """The columns of ``table``, an enum's read as the cell stores it.
+
+    Read through its type, a value outside the enum fails the whole
+    statement: a ``locked_by`` that a hand edit stored (SQLite keeps any
+    text; MySQL's and PostgreSQL's enums refuse it). Read as text, it
+    fails that instance only (:func:`refusal`).
+    """
+    return [sa.type_coerce(column, sa.String).label(column.name)
+            if column.name in _ENUMS else column for column in table.c]
+
+
+def refusal(values):
+    """Why Nova's query of the cell fails on this instance row, or None.
+
+    Nova's queries that read the row fail on it: a list then takes the
+    cell as down, a show of the instance is a 500. The index cannot hold
+    it as Nova reads it: its change waits, and every list is Nova's, until
+    the row is mended (``refresh``).
+    """
+    for name, allowed in _ENUMS.items():
+        value = values.get(name)
+        if value is not None and value not in allowed:
+            return '%s %r is not one of %s' % (name, value, sorted(allowed))
+    return None
+
+
 def _statements():
     """The statements of a read, built once.
 
@@ -160,7 +196,7 @@ def _statements():
     """
     held = [sa.exists().where(column == INSTANCES.c.uuid).label(label)
             for _table, column, label in _RELATED]
-    instances = sa.select(INSTANCES, *held).where(
+    instances = sa.select(*_as_stored(INSTANCES), *held).where(
         _uuids_in(INSTANCES.c.uuid))
     children = {
         table.name: sa.select(table).where(_uuids_in(table.c[key])).order_by(
@@ -186,6 +222,10 @@ def read_rows(execute, result, uuids):
     holding = {label: [] for label in _HELD.values()}
     for row in execute(_INSTANCES, {'uuids': list(uuids)}):
         values = dict(row._mapping)
+        why = refusal(values)
+        if why is not None:
+            result.refused[values['uuid']] = why
+            continue
         for label, held in holding.items():
             # Popped: the instance's row is the cell's, column for column.
             if values.pop(label):
@@ -294,7 +334,8 @@ def fingerprints(execute, uuids):
     """
     uuids = list(uuids)
     prints = {}
-    columns = [c for c in INSTANCES.c if c.name not in ('id', 'deleted')]
+    columns = [c for c in _as_stored(INSTANCES)
+               if c.name not in ('id', 'deleted')]
     for row in execute(sa.select(INSTANCES.c.uuid, INSTANCES.c.deleted != 0,
                                  *columns).where(
             INSTANCES.c.uuid.in_(uuids))):

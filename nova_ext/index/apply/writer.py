@@ -56,8 +56,8 @@ WIDTH = 20
 #: (SQL's ``substr``); a book digest that ends before has none.
 SPEC_AT = PARTS.index('request_spec') * WIDTH + 1
 
-Outcome = collections.namedtuple('Outcome',
-                                 'written stale hidden removed missing')
+Outcome = collections.namedtuple(
+    'Outcome', 'written stale hidden removed missing refused')
 
 
 def _is_stale(book, read):
@@ -354,11 +354,15 @@ def apply_reads(engine, reads, rewrite=False):
 
 
 def _apply_reads(reads, rewrite, conn):
-    out = Outcome([], [], [], [], [])
+    out = Outcome([], [], [], [], [], [])
     book = _book(conn, [u for _read, uuids in reads for u in uuids])
     replace, patch, remove, same = [], [], [], []
     for read, uuids in reads:
         for uuid in uuids:
+            if uuid in read.refused:
+                # Neither written nor gone: the index keeps what it held.
+                out.refused.append(uuid)
+                continue
             row, held = read.instances.get(uuid), book.get(uuid)
             if row is None:
                 if held is not None and held.cell_uuid == read.cell_uuid:

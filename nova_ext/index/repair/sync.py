@@ -28,9 +28,11 @@ from nova import context as nova_context
 from nova import objects
 import sqlalchemy as sa
 
+from nova_ext.index.apply import refresh
 from nova_ext.index.apply import source
 from nova_ext.index.apply import writer
 from nova_ext.index import db
+from nova_ext.index.marks import pending
 from nova_ext.index.marks import sequence
 from nova_ext.index.repair import verify
 from nova_ext.index import schema
@@ -106,9 +108,14 @@ def sync_cell(ctx, conf, cell, restart=False, since=None, progress=None):
                 found, _held(engine, cell.uuid, old), cutoff)
             totals['expired'] += len(skipped)
             uuids = [u for u, _deleted, _at in found if u not in skipped]
-            outcome = writer.apply(
-                engine, source.read(cctxt, cell, uuids,
-                                    sequence.take(engine)), uuids)
+            read = source.read(cctxt, cell, uuids, sequence.take(engine))
+            outcome = writer.apply(engine, read, uuids)
+            if outcome.refused:
+                # Marked, as a change the index could not record: lists
+                # are Nova's until the row is mended and read again.
+                now = time.time()
+                pending.mark(engine, [(u, now) for u in outcome.refused])
+                refresh.warn_refused([(read, uuids)])
             for field in outcome._fields:
                 totals[field] += len(getattr(outcome, field))
             after = rows[-1][0]

@@ -98,6 +98,25 @@ class TestReadRows(index_base.IndexDBTestCase):
         self.assertEqual({}, result.instances)
         self.assertEqual(1, len(statements))
 
+    def test_a_value_outside_its_enum_refuses_that_instance_only(self):
+        # SQLite stores what a hand edit writes; read through its enum type,
+        # the value would fail the statement, every instance of it.
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(source.INSTANCES).where(
+                source.INSTANCES.c.uuid == 'u2').values(locked_by='x'))
+            conn.execute(sa.update(source.INSTANCES).where(
+                source.INSTANCES.c.uuid == 'u3').values(locked_by='admin'))
+        result, _statements = self.read(['u1', 'u2', 'u3'])
+        self.assertEqual({'u1', 'u3'}, set(result.instances))
+        self.assertEqual('admin', result.instances['u3']['locked_by'])
+        self.assertEqual(
+            {'u2': "locked_by 'x' is not one of ['admin', 'owner']"},
+            result.refused)
+        # Verify's fingerprints read the stored text too.
+        with self.engine.connect() as conn:
+            prints = source.fingerprints(conn.execute, ['u1', 'u2'])
+        self.assertEqual({'u1', 'u2'}, set(prints))
+
     def test_security_groups_of_the_instances_in_them(self):
         with self.engine.begin() as conn:
             group = conn.execute(sa.insert(source.SECURITY_GROUPS).values(

@@ -106,6 +106,19 @@ class TestWriter(index_base.IndexDBTestCase):
         self.assertEqual([u], out.removed)
         self.assertEqual({}, self.held())
 
+    def test_a_refused_instance_is_neither_written_nor_gone(self):
+        u = 'u-6'
+        writer.apply(self.engine, index_base.cell_read(
+            self.CELL1, 1.0,
+            index_base.instance_row(u, 2, index_base.T0, 'x')), [u])
+        before = self.held()
+        read = index_base.cell_read(self.CELL1, 2.0)
+        read.refused[u] = "locked_by 'x' is not one of ['admin', 'owner']"
+        out = writer.apply(self.engine, read, [u])
+        self.assertEqual(([u], [], [], []),
+                         (out.refused, out.removed, out.missing, out.written))
+        self.assertEqual(before, self.held())
+
     def book(self, uuid):
         with self.engine.connect() as conn:
             return conn.execute(sa.select(schema.INSTANCES).where(
