@@ -22,7 +22,6 @@ the request's own: a cell that went down a moment ago is down for this
 request, as it is for Nova's.
 """
 
-import os
 import threading
 import weakref
 
@@ -31,6 +30,7 @@ from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 
 from nova_ext.instance_list import direct_reads
+from nova_ext import per_process
 from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
@@ -38,27 +38,18 @@ LOG = logging.getLogger(__name__)
 #: for one of them to end.
 CHECKS_AT_ONCE = 8
 
-_POOL_LOCK = threading.Lock()
-_POOLS = {}
+_POOLS = per_process.Registry()
 
 
 def _pool():
     """This process's pool for checks begun early, made on first use."""
-    # A process forked from one that used it has no thread in it.
-    with _POOL_LOCK:
-        pool = _POOLS.get(os.getpid())
-        if pool is None:
-            pool = _POOLS[os.getpid()] = futurist.ThreadPoolExecutor(
-                max_workers=CHECKS_AT_ONCE)
-        return pool
+    return _POOLS.get(None, lambda: futurist.ThreadPoolExecutor(
+        max_workers=CHECKS_AT_ONCE))
 
 
 def shutdown():
-    """Stop the pools' threads once their checks are done (tests)."""
-    with _POOL_LOCK:
-        pools = list(_POOLS.values())
-        _POOLS.clear()
-    for pool in pools:
+    """Stop the pool's threads once their checks are done (tests)."""
+    for pool in _POOLS.clear():
         pool.shutdown(wait=True)
 
 

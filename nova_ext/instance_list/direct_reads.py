@@ -43,10 +43,9 @@ Each engine keeps up to :data:`POOL_SIZE` idle connections to its
 database per nova-api process.
 """
 
-import os
-import threading
-
 import sqlalchemy as sa
+
+from nova_ext import per_process
 
 #: Idle connections kept per database and process.
 POOL_SIZE = 2
@@ -56,25 +55,21 @@ RECYCLE = 3600
 
 _SELECT_ONE = sa.select(sa.literal_column('1'))
 
-_LOCK = threading.Lock()
-#: {(process id, the URL's text): engine}
-_ENGINES = {}
+#: This process's {the URL's text: engine}.
+_ENGINES = per_process.Registry()
 #: {(statement, engine): the statement compiled for the engine's dialect}
 _COMPILED = {}
 
 
 def _engine(url):
-    key = (os.getpid(), url.render_as_string(hide_password=False))
-    with _LOCK:
-        engine = _ENGINES.get(key)
-        if engine is None:
-            engine = _ENGINES[key] = sa.create_engine(
-                url, isolation_level='AUTOCOMMIT', pool_reset_on_return=None,
-                # More at once than it keeps: never waited for, closed
-                # when done.
-                poolclass=sa.pool.QueuePool, pool_size=POOL_SIZE,
-                max_overflow=-1, pool_recycle=RECYCLE)
-        return engine
+    return _ENGINES.get(
+        url.render_as_string(hide_password=False),
+        lambda: sa.create_engine(
+            url, isolation_level='AUTOCOMMIT', pool_reset_on_return=None,
+            # More at once than it keeps: never waited for, closed when
+            # done.
+            poolclass=sa.pool.QueuePool, pool_size=POOL_SIZE,
+            max_overflow=-1, pool_recycle=RECYCLE))
 
 
 def ask(engine):
@@ -166,9 +161,7 @@ def _first(own, statement, params):
 
 def dispose():
     """Close this process's connections and forget the engines (tests)."""
-    with _LOCK:
-        engines = list(_ENGINES.values())
-        _ENGINES.clear()
-        _COMPILED.clear()
+    engines = _ENGINES.clear()
+    _COMPILED.clear()
     for engine in engines:
         engine.dispose()

@@ -50,6 +50,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from nova_ext.index import backoff
+from nova_ext import per_process
 
 LOG = logging.getLogger(__name__)
 
@@ -367,8 +368,7 @@ class Feed(object):
             self._close_publisher()
 
 
-_LOCK = threading.Lock()
-_FEEDS = {}
+_FEEDS = per_process.Registry()
 
 
 def feed(conf):
@@ -379,16 +379,10 @@ def feed(conf):
     group = conf.nova_ext_instance_list
     if not group.neutron_feed_url:
         return None
-    # A process forked from one that read the feed has no thread reading.
-    key = (os.getpid(), group.neutron_feed_url, group.neutron_feed_exchange,
+    key = (group.neutron_feed_url, group.neutron_feed_exchange,
            tuple(group.neutron_feed_topics))
-    with _LOCK:
-        found = _FEEDS.get(key)
-        if found is None:
-            found = _FEEDS[key] = Feed(
-                key[1], key[2], key[3], ssl=_ssl(conf),
-                call_timeout=group.neutron_feed_call_timeout)
-        return found
+    return _FEEDS.get(key, lambda: Feed(
+        *key, ssl=_ssl(conf), call_timeout=group.neutron_feed_call_timeout))
 
 
 def _ssl(conf):
@@ -410,8 +404,5 @@ def _ssl(conf):
 
 def stop_all():
     """Stop every feed of this process (tests)."""
-    with _LOCK:
-        feeds = list(_FEEDS.values())
-        _FEEDS.clear()
-    for found in feeds:
+    for found in _FEEDS.clear():
         found.stop()

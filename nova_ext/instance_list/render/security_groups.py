@@ -34,13 +34,13 @@ no change since it was asked for.
 import collections
 from concurrent import futures
 import functools
-import os
 import threading
 
 import futurist
 from oslo_utils import importutils
 
 from nova_ext.instance_list.render import neutron_feed
+from nova_ext import per_process
 from nova_ext.seams.internals import security_group_api
 
 # Nova's profiling is optional (nova[osprofiler]): traces are carried where
@@ -48,17 +48,13 @@ from nova_ext.seams.internals import security_group_api
 profiler = importutils.try_import('osprofiler.profiler')
 
 _LOCK = threading.Lock()
-_POOL = {}
+_POOLS = per_process.Registry()
 
 
 def _pool(size):
     """This process's pool for Neutron's requests, made on first use."""
-    # A process forked from one that used it has no thread in it.
-    key = (os.getpid(), size)
-    with _LOCK:
-        if key not in _POOL:
-            _POOL[key] = futurist.ThreadPoolExecutor(max_workers=size)
-        return _POOL[key]
+    return _POOLS.get(size, lambda: futurist.ThreadPoolExecutor(
+        max_workers=size))
 
 
 class _PageGroups(object):
@@ -327,8 +323,6 @@ def traced(trace, function, *args):
 def shutdown():
     """Stop the pools' threads, once they have done their work (tests)."""
     with _LOCK:
-        pools = list(_POOL.values())
-        _POOL.clear()
         _ANSWERS.clear()
-    for pool in pools:
+    for pool in _POOLS.clear():
         pool.shutdown(wait=True)

@@ -56,9 +56,9 @@ class _Probe(sqlserver.OnServer):
         other = sa.create_engine(self.new_database('other'))
         self.addCleanup(other.dispose)
         direct_reads.ask(other)
-        self.assertEqual(2, len(direct_reads._ENGINES))
+        self.assertEqual(2, len(direct_reads._ENGINES.values()))
         direct_reads.dispose()
-        self.assertEqual({}, direct_reads._ENGINES)
+        self.assertEqual([], direct_reads._ENGINES.values())
 
     def test_the_first_row(self):
         table = sa.Table('t', sa.MetaData(), sa.Column('p', sa.String(8)),

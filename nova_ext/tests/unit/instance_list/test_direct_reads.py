@@ -43,7 +43,7 @@ class TestOnSQLite(base.TestCase):
     def test_a_database_file_is_read_through_the_engine_given(self):
         novas = self.engine('cell.db')
         direct_reads.ask(novas)
-        self.assertEqual({}, direct_reads._ENGINES)
+        self.assertEqual([], direct_reads._ENGINES.values())
         # On the engine's own connections, given back to its pool.
         self.assertEqual(1, novas.pool.checkedin())
 
@@ -52,7 +52,7 @@ class TestOnSQLite(base.TestCase):
         # What the engine raises.
         error = self.assertRaises(sa.exc.DBAPIError, direct_reads.ask, gone)
         self.assertIsInstance(error.orig, sqlite3.OperationalError)
-        self.assertEqual({}, direct_reads._ENGINES)
+        self.assertEqual([], direct_reads._ENGINES.values())
 
     def test_a_statement_with_parameters(self):
         novas = self.engine('api.db')
@@ -97,4 +97,4 @@ class TestOnSQLite(base.TestCase):
         self.assertEqual(('p1',), direct_reads.first(
             novas, sa.select(table.c.p)))
         direct_reads.ask(novas)
-        self.assertEqual({}, direct_reads._ENGINES)
+        self.assertEqual([], direct_reads._ENGINES.values())
