@@ -88,6 +88,40 @@ class Cloud(object):
         step('nova_ext: verify', self.ext.verify)
         self.write_info()
 
+    def built(self):
+        """Whether a cloud was built in the state directory."""
+        return os.path.exists(self.lay.path('cloud.json'))
+
+    def resume(self):
+        """The cloud built in the state directory, started with its data.
+
+        Its databases, broker, OVN and configuration are as ``stop`` left
+        them; each process starts as in :meth:`build`, without what made
+        them.
+        """
+        with open(self.lay.path('cloud.json')) as f:
+            ports = json.load(f)['ports']
+        if ports != self.lay.ports:
+            raise procs.CloudError(
+                'the cloud in %s was built on other ports: start it with '
+                'the NOVA_EXT_CLOUD_PORT_BASE it was built with'
+                % self.lay.state)
+        self.stop()
+        step = self._step
+        step('MariaDB', self.db.start, False)
+        step('RabbitMQ', self.mq.start, False)
+        step('OVN', self.ovn.start)
+        step('keystone start', self.keystone.start)
+        self.placement.start()
+        self.glance.start()
+        step('neutron start', self.neutron.start)
+        step('database proxy', self.nova.start_db_proxy)
+        step('nova start', self.nova.start)
+        step('computes up', self.wait_for_computes)
+        step('nova_ext: services', self.ext.start_services)
+        step('nova_ext: verify', self.ext.verify)
+        self.write_info()
+
     def resources(self):
         info = bootstrap.resources(self.lay)
         with open(self.lay.path('resources.json'), 'w') as f:

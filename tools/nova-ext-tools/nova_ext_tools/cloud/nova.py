@@ -46,6 +46,12 @@ PROFILED_API = 'nova-api-profiled'
 #: (nova_ext_tools.cloud.tcpproxy): the cell's database server failing.
 PROXIED_CELL = layout.CELLS[-1]
 DB_PROXY = 'db-proxy-' + PROXIED_CELL
+#: What runs each compute: Nova's nova-compute, with the cloud's driver
+#: (``virt.FakeDriverKept``) in Nova's package as DRIVER_MODULE, whence
+#: Nova loads DRIVER, the computes' ``compute_driver``.
+COMPUTE = 'nova_ext_tools.cloud.compute'
+DRIVER_MODULE = 'nova.virt.nova_ext_tools_kept'
+DRIVER = 'nova_ext_tools_kept.FakeDriverKept'
 
 
 class Nova(object):
@@ -159,12 +165,12 @@ class Nova(object):
             services.write_ini(self.cell_conf(cell), conf)
             host = lay.compute_host(cell)
             conf = self._common(cell, host, lay.path(host))
-            # The fake driver that keeps its node's identity in
-            # <state_path>/compute_id, as a real driver does: FakeDriver
+            # Nova's fake driver that keeps its node's identity in
+            # <state_path>/compute_id, as a real driver does (FakeDriver
             # makes a new one at each start, and Nova then refuses to
-            # start a compute that has started before.
-            conf['DEFAULT']['compute_driver'] = (
-                'fake.FakeDriverWithoutFakeNodes')
+            # start a compute that has started before), and here its
+            # servers too.
+            conf['DEFAULT']['compute_driver'] = DRIVER
             os.makedirs(lay.path(host), exist_ok=True)
             services.write_ini(self.compute_conf(cell), conf)
         manage = [services.venv_bin('nova-manage'), '--config-file',
@@ -238,8 +244,10 @@ class Nova(object):
             self._api(name, files, self.lay.ports[port])
             return
         binary, conf = self._services()[name]
-        self.ps.start(name, [services.venv_bin(binary), '--config-file',
-                             conf], env=dict(os.environ, **self._clock(name)))
+        argv = ([services.venv_bin('python'), '-m', COMPUTE]
+                if binary == 'nova-compute' else [services.venv_bin(binary)])
+        self.ps.start(name, argv + ['--config-file', conf],
+                      env=dict(os.environ, **self._clock(name)))
 
     def start(self):
         for name in self._services():

@@ -12,8 +12,10 @@
 """nova-ext-cloud: a real multi-process OpenStack with nova_ext, on
 127.0.0.1 (``tox -e cloud``).
 
-``start`` (the default) builds it anew and leaves it running; ``stop``
-stops every process it started, by pid; ``status`` lists them.
+``start`` (the default) starts the cloud built in its state directory
+again, with its servers and data, or builds one there if none was;
+``build`` builds it anew, whatever was there. Either leaves it running.
+``stop`` stops every process it started, by pid; ``status`` lists them.
 """
 
 import argparse
@@ -28,7 +30,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog='nova-ext-cloud',
                                      description=__doc__.split('\n')[0])
     parser.add_argument('action', nargs='?', default='start',
-                        choices=('start', 'stop', 'status'))
+                        choices=('start', 'build', 'stop', 'status'))
     parser.add_argument(
         '--state', default=os.environ.get('NOVA_EXT_CLOUD_STATE',
                                           '.cloud'),
@@ -46,7 +48,10 @@ def main(argv=None):
                                     'running' if running else 'EXITED'))
         return 0
     try:
-        cloud.build()
+        if args.action == 'start' and cloud.built():
+            cloud.resume()
+        else:
+            cloud.build()
     except procs.CloudError as e:
         print('nova-ext-cloud: %s' % e, file=sys.stderr)
         print('nova-ext-cloud: logs in %s; `nova-ext-cloud stop` stops '
