@@ -146,10 +146,21 @@ def _record(ctx, engine, reads, rewrite, totals, failed):
     return _add(totals, outcome)
 
 
+#: ``(uuid, why)`` of the refusals this process logged: each list request
+#: reads a refused row again, and logs it only the first time.
+_WARNED = set()
+MAX_WARNED = 10000
+
+
 def warn_refused(reads):
-    """Log each instance of ``reads`` whose row Nova cannot read."""
+    """Log each instance of ``reads`` whose row Nova cannot read, once."""
     for result, _uuids in reads:
         for uuid, why in sorted(result.refused.items()):
+            if (uuid, why) in _WARNED:
+                continue
+            if len(_WARNED) >= MAX_WARNED:
+                _WARNED.clear()
+            _WARNED.add((uuid, why))
             LOG.warning('nova_ext index: instance %s of cell %s holds a '
                         'value Nova cannot read (%s); its change waits, '
                         'and Nova answers every list until the row is '

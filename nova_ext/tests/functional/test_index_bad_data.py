@@ -132,6 +132,9 @@ class _BadData(object):
             self.admin_api.microversion = version
             for uri in LISTS + WITHOUT:
                 self.assertSameAnswer(self.admin_api, uri, served=False)
+        # Each list read the row again; it was logged once.
+        self.assertEqual(1, self.stdlog.logger.output.count(
+            'holds a value Nova cannot read'))
         ctx = nova_context.get_admin_context()
         report, = [verify.verify_cell(ctx, ext_conf.CONF, cell, fix=True)
                    for cell in sync.cells(ctx)
