@@ -15,8 +15,8 @@
 (``build.Cloud.resume``): every process anew, on the data they left. The
 servers are as they were, each compute still runs its guests (it stops
 and starts them), and nova_ext's nova-api answers every list as the stock
-one does, from the index. Its module's name runs it first: the other
-deployment tests then run on the cloud it started again.
+one does, from the index. Test modules run in the order of their names:
+the deployment tests after this one run on the cloud it started again.
 """
 
 import json
