@@ -48,10 +48,12 @@ PROXIED_CELL = layout.CELLS[-1]
 DB_PROXY = 'db-proxy-' + PROXIED_CELL
 #: What runs each compute: Nova's nova-compute, with the cloud's driver
 #: (``virt.FakeDriverKept``) in Nova's package as DRIVER_MODULE, whence
-#: Nova loads DRIVER, the computes' ``compute_driver``.
+#: Nova loads DRIVER, the computes' ``compute_driver``. Nova logs that
+#: name: it does not say nova_ext, whose seams a detached cloud's Nova
+#: logs must not name (the switch-off test).
 COMPUTE = 'nova_ext_tools.cloud.compute'
-DRIVER_MODULE = 'nova.virt.nova_ext_tools_kept'
-DRIVER = 'nova_ext_tools_kept.FakeDriverKept'
+DRIVER_MODULE = 'nova.virt.cloud_kept_fake'
+DRIVER = 'cloud_kept_fake.FakeDriverKept'
 
 
 class Nova(object):
