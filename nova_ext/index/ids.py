@@ -13,13 +13,11 @@
 
 Nova's instance ids are per cell database, so two cells can both have an
 instance 42. The index needs one id per instance (Nova's models key rows by
-it), and Nova's default sort, ``created_at desc, id desc``, compares ids. The
-index id is therefore ``cell-local id << 16 | cell mapping id``: it orders
-like the cell-local id whenever the cell-local ids differ, which is how
-Nova's merge of the cells orders them. Only two instances with the same
-``created_at`` *and* the same cell-local id in two different cells sort
-differently (Nova breaks that tie by uuid, the index by cell); that takes
-second-precision timestamps, two cells and equal ids at once.
+it): ``cell-local id << 16 | cell mapping id``. Nova's lister orders by
+the cell-local id only where a request's every sort key is one Nova
+ignores, and then orders two instances of two cells with the same
+``created_at`` and id by uuid, which this id cannot: the index hands
+those lists to Nova (``instance_list.index_checks.cell_local_order``).
 """
 
 SHIFT = 16

@@ -206,6 +206,7 @@ class IndexDriver(base.RowsDriver):
                  cell_down_support, columns)
         index_checks.tombstones(self.conf, filters)
         index_checks.regex_dialect(self.conf, filters)
+        index_checks.cell_local_order(sort_keys)
         check = self.catch_up.check(ctx, self.cells) if catch_up else None
         try:
             self._check_schema()

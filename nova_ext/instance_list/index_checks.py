@@ -12,8 +12,9 @@
 """Which list requests the index driver hands to Nova before it queries.
 
 Requests whose exact answer the index cannot give: those that could need
-deleted instances the index purged, and regular expression filters on a
-different kind of database than Nova's.
+deleted instances the index purged, regular expression filters on a
+different kind of database than Nova's, and those Nova orders by each
+cell's own instance ids.
 """
 
 import datetime
@@ -81,3 +82,21 @@ def regex_dialect(conf, filters):
         raise base.Unservable(
             'regular expression filters %s: Nova matches them on %s, the '
             'index is on %s' % (sorted(regex), nova_kind, index_kind))
+
+
+def cell_local_order(sort_keys):
+    """Hand to Nova the lists it orders by each cell's instance ids.
+
+    A request whose every sort key Nova ignores (before microversion 2.75:
+    ``id``, ``deleted``, ``locked`` before 2.73, and others) reaches Nova's
+    lister without keys, which then orders by ``created_at`` and the
+    cell-local ``id``, both descending, and last by ``uuid``. Two servers
+    of two cells with the same ``created_at`` and the same id are in uuid
+    order there; the index id holds the cell below the cell-local id
+    (``nova_ext.index.ids``) and orders them by cell. A boot of many
+    servers at once gives them the same second, and cells number their
+    rows alike.
+    """
+    if not sort_keys:
+        raise base.Unservable("Nova orders this list by each cell's own "
+                              'instance ids (its sort keys are ignored)')
