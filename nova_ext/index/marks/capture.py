@@ -171,7 +171,8 @@ def from_statement(state):
     Called from ``do_orm_execute`` before the statement runs. A statement
     that names its instances (an insert's rows, a WHERE clause on the uuid
     column) is read; any other is asked of the database first, with the
-    same WHERE clause (``DELETE FROM block_device_mapping WHERE id = ...``).
+    same WHERE clause (``DELETE FROM block_device_mapping WHERE id = ...``),
+    or for every row where it has none.
 
     :returns: a set of uuids; empty for a statement on no tracked table.
     :raises Unknown: an insert whose rows do not say their instance.
@@ -188,7 +189,11 @@ def from_statement(state):
     found = _from_criteria(statement.whereclause, column)
     if found is not None:
         return found
-    query = sa.select(table.c[column]).where(statement.whereclause)
+    query = sa.select(table.c[column])
+    if statement.whereclause is not None:
+        # Without one the statement writes every row: SQLAlchemy would
+        # make ``where(None)`` a WHERE NULL, which selects none.
+        query = query.where(statement.whereclause)
     return {row[0] for row in state.session.execute(
         query, state.parameters or {}) if row[0] is not None}
 

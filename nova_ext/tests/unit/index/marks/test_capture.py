@@ -128,6 +128,17 @@ class TestWhatIsCaptured(CaptureTestCase):
                 models.Instance.id == 3)).update({'vm_state': 'x'})
         self.assertEqual({A, C}, self.marked())
 
+    def test_a_write_of_every_row_marks_every_instance(self):
+        # No WHERE clause: every row of the table, as the database has it.
+        with self.write() as session:
+            session.query(models.Instance).update({'vm_state': 'x'})
+        self.assertEqual({A, B, C}, self.marked())
+        self.forget()
+        with self.write() as session:
+            session.execute(sa.update(models.Instance.__table__).values(
+                task_state=None))
+        self.assertEqual({A, B, C}, self.marked())
+
     def test_core_insert_through_the_session(self):
         # Nova's instance_tag_set.
         with self.write() as session:
