@@ -168,7 +168,11 @@ def verify_cell(ctx, conf, cell, fix=False):
                 # Their rows differ from the cell's, whatever the book says.
                 totals, _failed = refresh.refresh_now(ctx, conf, differing,
                                                       rewrite=True)
-                report.counts['fixed'] += totals.written + totals.removed
+                # Stale: the index holds a read begun after this one began,
+                # so after the comparison; a list request's catch-up or the
+                # indexer wrote it meanwhile.
+                report.counts['fixed'] += (totals.written + totals.removed +
+                                           totals.stale)
             if not rows:
                 break
             after = high

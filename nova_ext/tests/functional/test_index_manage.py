@@ -19,6 +19,7 @@ import datetime
 import io
 import json
 import time
+from unittest import mock
 
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
@@ -31,6 +32,7 @@ from nova_ext.cmd import status as status_cmd
 from nova_ext import conf as ext_conf
 from nova_ext.index.apply import refresh
 from nova_ext.index.apply import source
+from nova_ext.index.apply import writer
 from nova_ext.index.marks import pending
 from nova_ext.index.repair import sync
 from nova_ext.index import schema
@@ -57,6 +59,34 @@ class ManageTestCase(test_index_parity.IndexTestCase):
 
 
 class TestManageIndex(ManageTestCase):
+
+    def test_drift_healed_by_a_later_read_is_fixed(self):
+        # A list's catch-up or the indexer may write an instance between
+        # verify's read of it and verify's own write: that read began
+        # later, and is the one the index keeps. Nothing is left to fix.
+        server = self._create_server(host='compute1-1', networks='none')
+        self.sync_index()
+        self.api.api_put('/servers/%s/tags/blue' % server['id'], None,
+                         check_response_status=[201])
+        novas = writer.apply_reads
+        later = []
+
+        def a_later_read_first(engine, reads, rewrite=False):
+            if not later:
+                # Its own write is the next call, which goes on.
+                later.append(None)
+                later[0] = refresh.refresh(nova_context.get_admin_context(),
+                                           ext_conf.CONF, [server['id']])
+            return novas(engine, reads, rewrite)
+        with mock.patch.object(writer, 'apply_reads', a_later_read_first):
+            code, totals = self.verify('--fix')
+        (written, stale), = [(t.written, t.stale) for t, _failed in later]
+        self.assertEqual((1, 0), (written, stale))
+        self.assertEqual((0, 1, 1), (code, totals['stale'], totals['fixed']))
+        code, totals = self.verify()
+        self.assertEqual((0, 0), (code, totals['stale']))
+        self.assertSameAnswer(self.admin_api, 'servers/detail?tags=blue',
+                              served=True)
 
     def test_sync_verify_fix_status(self):
         keep = self._create_server(host='compute1-1', networks='none')
