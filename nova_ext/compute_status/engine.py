@@ -210,6 +210,21 @@ class TraitEngine(object):
                           rp_uuid, service.host)
         return written
 
+    def _fresh_change(self, ctxt, cell, host, up):
+        """The change for a service as its row is now, or None if gone.
+
+        A sweep reads every service first and writes last: an os-services
+        change in between, which the ``service.update`` consumer may
+        already have applied, would be undone by the sweep's older read.
+        So a provider is written from its service read again just before.
+        """
+        with nova_context.target_cell(ctxt, cell) as cctxt:
+            try:
+                service = objects.Service.get_by_compute_host(cctxt, host)
+            except nova_exception.ComputeHostNotFound:
+                return None
+        return self.change_for(None, status_of(service, up))
+
     def reconcile(self, heartbeat, ctxt=None):
         """Make placement match every cell's services table.
 
@@ -219,6 +234,8 @@ class TraitEngine(object):
         ctxt = ctxt or nova_context.get_admin_context()
         stats = collections.Counter()
         desired = {}
+        #: rp uuid -> (cell, host, heartbeat answer) of its service
+        owners = {}
         for cell in objects.CellMappingList.get_all(ctxt):
             if cell.is_cell0():
                 continue
@@ -230,10 +247,12 @@ class TraitEngine(object):
                     nodes[node.host].append(node.uuid)
             for service in services:
                 stats['services'] += 1
-                change = self.change_for(
-                    None, status_of(service, heartbeat(service)))
+                # Once per sweep: each call is a look at the counter.
+                up = heartbeat(service)
+                change = self.change_for(None, status_of(service, up))
                 for rp_uuid in nodes.get(service.host, ()):
                     desired[rp_uuid] = change
+                    owners[rp_uuid] = (cell, service.host, up)
         # One query per owned trait tells which providers carry it; only
         # the providers whose traits must change are read and written.
         has = {t: self.providers_with(ctxt, t) for t in self.owned}
@@ -241,6 +260,9 @@ class TraitEngine(object):
             stats['providers'] += 1
             if (any(rp_uuid not in has[t] for t in change.add) or
                     any(rp_uuid in has[t] for t in change.remove)):
+                change = self._fresh_change(ctxt, *owners[rp_uuid])
+                if change is None:
+                    continue
                 try:
                     stats['written'] += self.apply(ctxt, rp_uuid, change)
                 except nova_exception.ResourceProviderTraitRetrievalFailed:

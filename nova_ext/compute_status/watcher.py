@@ -22,8 +22,9 @@ failed write left behind.
 Several watchers may run for availability without a leader: they compute
 the same target from the same database, each write is a compare-and-set on
 the provider generation, and none marks a compute down before seeing its
-heartbeat counter stand still for a full ``service_down_time``, so none
-undoes another's correct write.
+heartbeat counter stand still for a full ``service_down_time`` on its own
+monotonic clock, so none undoes another's correct write, whatever the
+hosts' clocks say.
 """
 
 import time
@@ -46,15 +47,17 @@ class Watcher(object):
 
     :param engine: a ``TraitEngine``.
     :param down_time: ``[DEFAULT]service_down_time``.
-    :param clock: for the heartbeat tracker (see HeartbeatTracker).
+    :param counted: and ``clock``: for the heartbeat tracker (see
+        HeartbeatTracker).
     """
 
-    def __init__(self, engine, down_time, interval, clock=None,
-                 servicegroup_api=None):
+    def __init__(self, engine, down_time, interval, counted=True,
+                 clock=None, servicegroup_api=None):
         self.engine = engine
         self.interval = interval
         self.tracker = heartbeat.HeartbeatTracker(
-            servicegroup_api or servicegroup.API(), down_time, clock=clock)
+            servicegroup_api or servicegroup.API(), down_time,
+            counted=counted, clock=clock)
         self._periodic = None
         self.sweeps = self.failures = 0
         #: When the watcher started, and when its last sweep ended well
@@ -65,8 +68,21 @@ class Watcher(object):
     @classmethod
     def from_conf(cls, conf, **kwargs):
         engine = engine_mod.TraitEngine.from_conf(conf)
-        return cls(engine, conf.service_down_time,
-                   conf.nova_ext_compute_status.watch_interval, **kwargs)
+        # Only Nova's db driver counts each heartbeat in report_count.
+        kwargs.setdefault('counted', conf.servicegroup_driver == 'db')
+        down_time = conf.service_down_time
+        interval = conf.nova_ext_compute_status.watch_interval
+        # A heartbeat counts as life only if the look before it was less
+        # than service_down_time ago: sweeps further apart never see a
+        # compute come back.
+        longest = max(1, down_time // 2)
+        if interval > longest:
+            LOG.warning('[nova_ext_compute_status]watch_interval %d s is '
+                        'more than half of [DEFAULT]service_down_time (%d '
+                        's); sweeping every %d s', interval, down_time,
+                        longest)
+            interval = longest
+        return cls(engine, down_time, interval, **kwargs)
 
     def sweep(self, ctxt=None):
         """One pass over every compute service; returns its counts.

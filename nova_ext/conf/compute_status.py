@@ -35,17 +35,20 @@ an error that names it.
 """),
     cfg.IntOpt(
         'watch_interval',
-        default=60,
+        default=20,
         min=1,
         help="""
 Seconds between two sweeps of ``nova-ext-status-watcher``.
 
 Each sweep reads every nova-compute service of every cell, and makes the
 owned traits of their root compute-node providers match: it is the
-heartbeat watcher and the periodic reconcile at once. A compute is marked
-down only after the watcher itself has seen its heartbeat counter stand
-still for ``[DEFAULT]service_down_time`` seconds, so a host that reports in
-is never marked, whatever the clocks of the two machines say.
+heartbeat watcher and the periodic reconcile at once. With Nova's ``db``
+servicegroup driver the watcher judges a compute by its heartbeat counter
+on its own clock, never by timestamps another host wrote: down once it
+has seen the counter stand still for ``[DEFAULT]service_down_time``
+seconds, up when the counter moved since a look less than that long ago.
+So it sweeps at least every half ``service_down_time``; a longer interval
+is shortened to that, with a warning at start.
 """),
     cfg.BoolOpt(
         'sync_on_service_update',

@@ -12,8 +12,9 @@
 """Compute status traits in Nova's multi-cell harness with real placement.
 
 Heartbeats are Nova's own database writes; time moves with oslo's time
-override, which both Nova's servicegroup API and the watcher read, so a
-stopped compute misses its heartbeats exactly as in production.
+override, which Nova's servicegroup API reads and the watchers here are
+given as their clock, so a stopped compute misses its heartbeats exactly
+as in production.
 """
 
 import datetime
@@ -102,8 +103,10 @@ class _ComputeStatusBase(base.NovaExtTestCase):
             self.stopped.add(host)
 
     def _watcher(self):
+        # Its window is timed on the test's clock, which the test moves.
         return watcher_mod.Watcher(
-            engine.TraitEngine.from_conf(CONF), self.down_time, 3600)
+            engine.TraitEngine.from_conf(CONF), self.down_time, 3600,
+            clock=lambda: timeutils.utcnow().timestamp())
 
     def _traits(self, host):
         return set(self._get_provider_traits(
@@ -294,6 +297,29 @@ class TestServicesAPI(_ComputeStatusBase):
         self.assertEqual({'compute1-1'}, self._marked(DOWN))
         self.admin_api.put_service(sid, {'forced_down': False})
         self._drain()
+        self.assertEqual(set(), self._marked(DOWN))
+
+    def test_a_sweep_does_not_undo_a_newer_change(self):
+        sid = self._service_id('compute1-1')
+        self.admin_api.put_service(sid, {'forced_down': True})
+        self._drain()
+        self.assertEqual({'compute1-1'}, self._marked(DOWN))
+        w = self._watcher()
+        # The flag is cleared, and the consumer applies that, after the
+        # sweep read the services and before it writes.
+        read_placement = w.engine.providers_with
+        cleared = []
+
+        def cleared_meanwhile(ctxt, trait):
+            if not cleared:
+                cleared.append(trait)
+                self.admin_api.put_service(sid, {'forced_down': False})
+                self._drain()
+                self.assertEqual(set(), self._marked(DOWN))
+            return read_placement(ctxt, trait)
+        w.engine.providers_with = cleared_meanwhile
+        w.sweep()
+        self.assertTrue(cleared)
         self.assertEqual(set(), self._marked(DOWN))
 
     def _as_libvirt(self, host, connected):

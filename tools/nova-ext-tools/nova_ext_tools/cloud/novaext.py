@@ -125,8 +125,11 @@ class NovaExt(object):
     def start_services(self):
         """Step 5: nova_ext's own services."""
         for name in ('nova-ext-indexer', 'nova-ext-status-watcher'):
-            self.ps.start(name, [services.venv_bin(name), '--config-file',
-                                 self.nova.conf])
+            self.start_service(name)
+
+    def start_service(self, name):
+        self.ps.start(name, [services.venv_bin(name), '--config-file',
+                             self.nova.conf])
 
     def verify(self):
         """Steps 6 and 7."""

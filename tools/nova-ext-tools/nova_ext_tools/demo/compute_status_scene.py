@@ -88,8 +88,10 @@ def compute_status(cloud, report, args):
     report.line('[nova_ext_compute_status]trait_callbacks = compute-status')
     report.line('[nova_ext_scheduler]request_filters = compute-down')
     clock = _Clock(timeutils.utcnow())
+    # The watcher times its window on this clock too: the scene's seconds.
     watcher = watcher_mod.Watcher(engine.TraitEngine.from_conf(CONF),
-                                  CONF.service_down_time, 3600, clock=clock)
+                                  CONF.service_down_time, 3600,
+                                  clock=lambda: clock().timestamp())
     try:
         with mock.patch.object(timeutils, 'utcnow', clock):
             _scene(cloud, report, watcher, hosts, clock)
