@@ -180,6 +180,13 @@ def _run(argv):
                   'api_db': manage_db.run_api_db,
                   'compute-ids': compute_ids.run}
     args = conf.category
+    if args.name == 'db':
+        from nova_ext.seams import db_writes
+
+        # The online data migrations write Nova's rows, which the index
+        # holds: captured as any Nova process's writes are (nova-manage gets
+        # capture with its notifier; this command builds none).
+        db_writes.attach(conf)
     try:
         return categories[args.name](nova_context.get_admin_context(), conf,
                                      args)

@@ -24,8 +24,9 @@ Every write is a compare-and-set (``WHERE <column> IS NULL``) so that two
 runs, or a compute service linking the same record, never overwrite each
 other; only the rows actually changed are counted as done.
 
-The SQL work is done on a SQLAlchemy connection so that the logic can be
-tested on any database holding Nova's tables.
+The SQL work is done on a SQLAlchemy connection, or for writes a session
+(whose statements the index's change capture sees), so that the logic can
+be tested on any database holding Nova's tables.
 """
 
 import collections
@@ -214,7 +215,11 @@ class Linker(base.ObjectMigration):
         manager = main_db.get_context_manager(context)
         mode = manager.writer if write else manager.reader
         with mode.using(context) as session:
-            return fn(session.connection(), spec(self.name), *args)
+            # Writes through the session, as Nova's own: the index's
+            # change capture sees a session's statements, not those of a
+            # bare connection, and compute_id is part of what it holds.
+            return fn(session if write else session.connection(),
+                      spec(self.name), *args)
 
     def __call__(self, context, max_count, host=None):
         """Link at most ``max_count`` records (Nova's contract).

@@ -35,7 +35,9 @@ before the service starts.
 Statements that Nova runs on a bare connection, outside any session, are
 not seen: in Nova 34 only ``archive_deleted_rows`` does so on tracked
 tables, and it then deletes the archived instances' mappings through a
-session, which is seen. The contract test
+session, which is seen. nova_ext's own writes of Nova's rows (the
+compute-id links) go through a session too, and ``nova-ext-manage db``
+attaches capture itself, having no notifier. The contract test
 ``nova_ext.tests.unit.seams.test_db_writes_contract`` fails when a
 Nova writer escapes this. Only on the Nova versions in
 ``nova_ext.compat.TESTED_NOVA``.

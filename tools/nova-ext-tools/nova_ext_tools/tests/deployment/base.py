@@ -75,6 +75,23 @@ class CloudTestCase(unittest.TestCase):
             return f.read()
 
 
+def database_name(url):
+    """The database a SQLAlchemy URL names: a cell's, from its mapping."""
+    return url.rsplit('/', 1)[1].split('?')[0]
+
+
+def cells(sql):
+    """[(cell name, its compute's host, its database)] by mapping id.
+
+    :param sql: the cloud's ``db.sql``.
+    """
+    rows = [line.split('\t') for line in sql(
+        "SELECT name, database_connection FROM cell_mappings "
+        "WHERE name <> 'cell0' ORDER BY id", 'nova_api').splitlines()[1:]]
+    return [(name, 'compute-%s' % name, database_name(url))
+            for name, url in rows]
+
+
 def metrics(lay):
     with urllib.request.urlopen(lay.url('metrics', '/metrics'),
                                 timeout=10) as r:

@@ -57,7 +57,7 @@ class TestBadData(base.CloudTestCase):
             "SELECT c.database_connection FROM instance_mappings m JOIN "
             "cell_mappings c ON c.id = m.cell_id WHERE m.instance_uuid = "
             "'%s'" % self.bad, 'nova_api')
-        return url.rsplit('/', 1)[1].split('?')[0]
+        return base.database_name(url)
 
     def _fix_index(self):
         self.cloud.ext.command('nova-ext-manage', 'index', 'verify', '--fix')

@@ -45,13 +45,9 @@ class TestSortTies(base.CloudTestCase):
         admin = self.connect('admin')
         self.lister = stream.Lister(admin, self.connect('admin', stock=True))
         self.sql = self.cloud.db.sql
-        cells = [line.split('\t') for line in self.sql(
-            "SELECT id, name, database_connection FROM cell_mappings "
-            "WHERE name <> 'cell0' ORDER BY id", 'nova_api').splitlines()[1:]]
         # (host, database) of the lower and the higher cell mapping id.
-        self.cells = [('compute-%s' % name,
-                       url.rsplit('/', 1)[1].split('?')[0])
-                      for _id, name, url in cells]
+        self.cells = [(host, database)
+                      for _name, host, database in base.cells(self.sql)]
         compute = admin.compute
         flavor = compute.find_flavor('tiny').id
         for n in range(PAIRS):
