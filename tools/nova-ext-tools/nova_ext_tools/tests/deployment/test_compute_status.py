@@ -34,16 +34,16 @@ DISABLED = 'COMPUTE_STATUS_DISABLED'
 SERVICES_VERSION = '2.53'
 #: The watchers' window and sweep interval: short, so that the test waits
 #: seconds rather than minutes; the same for both, as one nova.conf gives.
-DOWN_TIME = 30
+DOWN_TIME = 20
 INTERVAL = 3
 #: Behind by more than DOWN_TIME: Nova's servicegroup API on that host
-#: takes a heartbeat 15 to 75 s old for a recent one.
-BEHIND = '-45s'
+#: takes a heartbeat 10 to 50 s old for a recent one.
+BEHIND = '-30s'
 CLOUD_WATCHER = 'nova-ext-status-watcher'
 WATCHERS = {'nova-ext-status-watcher-on-time': None,
             'nova-ext-status-watcher-behind': BEHIND}
 #: How long a right mark must then hold: past the behind watcher's sweeps.
-HOLD = 20
+HOLD = 12
 
 
 class TestComputeStatus(base.CloudTestCase):
