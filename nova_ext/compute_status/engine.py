@@ -256,11 +256,17 @@ class TraitEngine(object):
         # One query per owned trait tells which providers carry it; only
         # the providers whose traits must change are read and written.
         has = {t: self.providers_with(ctxt, t) for t in self.owned}
+        #: host -> its change from the service read again (one read for
+        #: every node of an ironic-style host)
+        fresh = {}
         for rp_uuid, change in desired.items():
             stats['providers'] += 1
             if (any(rp_uuid not in has[t] for t in change.add) or
                     any(rp_uuid in has[t] for t in change.remove)):
-                change = self._fresh_change(ctxt, *owners[rp_uuid])
+                cell, host, up = owners[rp_uuid]
+                if host not in fresh:
+                    fresh[host] = self._fresh_change(ctxt, cell, host, up)
+                change = fresh[host]
                 if change is None:
                     continue
                 try:
