@@ -56,6 +56,11 @@ DRIVER_MODULE = 'nova.virt.cloud_kept_fake'
 DRIVER = 'cloud_kept_fake.FakeDriverKept'
 
 
+def compute_process(cell):
+    """The name of the nova-compute process of ``cell``."""
+    return 'nova-compute-' + cell
+
+
 class Nova(object):
 
     def __init__(self, lay, ps, db, mq, faketime=None):
@@ -223,8 +228,8 @@ class Nova(object):
                                                    self.cell_conf(cell))
         services_['nova-scheduler'] = ('nova-scheduler', self.conf)
         for cell in layout.CELLS:
-            services_['nova-compute-' + cell] = ('nova-compute',
-                                                 self.compute_conf(cell))
+            services_[compute_process(cell)] = ('nova-compute',
+                                                self.compute_conf(cell))
         return services_
 
     def _apis(self):

@@ -80,15 +80,12 @@ def database_name(url):
     return url.rsplit('/', 1)[1].split('?')[0]
 
 
-def cells(sql):
-    """[(cell name, its compute's host, its database)] by mapping id.
-
-    :param sql: the cloud's ``db.sql``.
-    """
-    rows = [line.split('\t') for line in sql(
+def cells(cloud):
+    """[(cell name, its compute's host, its database)] by mapping id."""
+    rows = [line.split('\t') for line in cloud.db.sql(
         "SELECT name, database_connection FROM cell_mappings "
         "WHERE name <> 'cell0' ORDER BY id", 'nova_api').splitlines()[1:]]
-    return [(name, 'compute-%s' % name, database_name(url))
+    return [(name, cloud.lay.compute_host(name), database_name(url))
             for name, url in rows]
 
 

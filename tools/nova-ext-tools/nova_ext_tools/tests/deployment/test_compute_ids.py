@@ -30,6 +30,7 @@ import re
 import subprocess
 import time
 
+from nova_ext_tools.cloud import nova as cloud_nova
 from nova_ext_tools.cloud import services
 from nova_ext_tools.tests.deployment import base
 
@@ -48,7 +49,7 @@ class TestComputeIds(base.CloudTestCase):
     def setUp(self):
         super().setUp()
         self.sql = self.cloud.db.sql
-        self.cells = base.cells(self.sql)
+        self.cells = base.cells(self.cloud)
         compute = self.connect('admin').compute
         flavor = compute.find_flavor('tiny').id
         servers = [compute.create_server(
@@ -125,7 +126,8 @@ class TestComputeIds(base.CloudTestCase):
         return found
 
     def test_linked_once_by_processes_at_once(self):
-        computes = ['nova-compute-' + cell for cell, _h, _d in self.cells]
+        computes = [cloud_nova.compute_process(cell)
+                    for cell, _h, _d in self.cells]
         for name in computes:
             self._linked_at_start(name)
         # Nova links the servers it builds; the audit finds nothing.

@@ -25,6 +25,7 @@ import signal
 import time
 
 from nova_ext_tools.cloud import clock
+from nova_ext_tools.cloud import nova as cloud_nova
 from nova_ext_tools.cloud import services
 from nova_ext_tools.tests.deployment import base
 
@@ -146,7 +147,8 @@ class TestComputeStatus(base.CloudTestCase):
 
     def test_a_crashed_compute_marked_down_by_watchers_apart(self):
         live, dead = self.hosts
-        name = 'nova-compute-' + dead.split('-', 1)[1]
+        name = cloud_nova.compute_process(
+            {host: cell for cell, host, _d in base.cells(self.cloud)}[dead])
         self._start_watchers()
         # The watchers' first sweeps: they have seen every counter.
         time.sleep(2 * INTERVAL)

@@ -16,6 +16,7 @@ and "Upgrading nova_ext": the cloud ran each step as its command; here each
 check the guide names is made again on the running cloud.
 """
 
+from nova_ext_tools.cloud import nova as cloud_nova
 from nova_ext_tools.tests.deployment import base
 
 
@@ -97,5 +98,5 @@ class TestAttachedLines(base.CloudTestCase):
 
     def test_computes(self):
         for cell in base.build.layout.CELLS:
-            self.assertLogged('nova-compute-' + cell,
+            self.assertLogged(cloud_nova.compute_process(cell),
                               'nova_ext notification driver attached')

@@ -47,7 +47,7 @@ class TestSortTies(base.CloudTestCase):
         self.sql = self.cloud.db.sql
         # (host, database) of the lower and the higher cell mapping id.
         self.cells = [(host, database)
-                      for _name, host, database in base.cells(self.sql)]
+                      for _name, host, database in base.cells(self.cloud)]
         compute = admin.compute
         flavor = compute.find_flavor('tiny').id
         for n in range(PAIRS):
