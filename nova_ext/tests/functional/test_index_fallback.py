@@ -93,6 +93,9 @@ class TestIndexFallback(test_index_parity.IndexTestCase):
             1, self.stdlog.logger.output.count('is off for 1 s'),
             'one warning per outage')
         heal()
+        # Not served until this process read the holders table again: its
+        # reads failed or waited while the index was away.
+        self.wait_for_vouches(since=time.monotonic())
         now[0] += 1.1
         self.assertSameAnswer(self.admin_api, uri, served=True)
 

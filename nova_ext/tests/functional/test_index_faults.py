@@ -35,9 +35,7 @@ import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
 from nova_ext.index import db
-from nova_ext.index.marks import holders
 from nova_ext.index.marks import process
-from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import migration
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
@@ -98,24 +96,6 @@ class _Faults(capture_tests._CaptureBase):
                 self.assertEqual(200, got.status_code)
                 after = self.selector.stats.snapshot()
                 self.tried += sum(after[k] - before[k] for k in self.TRIED)
-
-    def wait_for_vouches(self, since, timeout=30):
-        """Until every other holder vouched, by a read begun after ``since``.
-
-        A holder row made again (the index file made anew) counts as
-        silent until its next heartbeat; lists are Nova's until then. A
-        read from before the index was mended may show this process's
-        holder under a name it no longer has (made anew once its row was
-        found gone): silent then, until the next read.
-        """
-        seen = witness.get_witness(CONF)
-        deadline = time.monotonic() + timeout
-        while True:
-            silent = seen.silent(own=holders.get_lease(CONF).name)
-            if silent == [] and seen.last_read >= since:
-                return
-            self.assertLess(time.monotonic(), deadline, silent)
-            time.sleep(0.1)
 
     def assertFaultHandled(self, break_it, mend_it):
         break_it()
