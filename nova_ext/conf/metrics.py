@@ -43,6 +43,18 @@ index's metrics, including the list counters of every nova-api process.
         help="""
 Port of ``nova-ext-status-watcher``'s endpoint; 0 serves none.
 """),
+    cfg.FloatOpt(
+        'api_counters_interval',
+        default=10.0,
+        min=1.0,
+        help="""
+Seconds between two writes of a nova-api process's list counters to the
+index database: each process writes them within this many seconds of a
+list request, at most once in this many seconds, whether or not another
+request follows. The indexer's endpoint exports them, and
+``nova-ext-manage index status`` shows them. Read by nova-api at each
+write.
+"""),
 ]
 
 

@@ -41,9 +41,6 @@ from nova_ext.instance_list import base
 
 LOG = logging.getLogger(__name__)
 
-#: Seconds between two publications of the counters by one process.
-REPORT_INTERVAL = 10.0
-
 # Nova's own function and the Selector nova-api's list goes through, while
 # the API seam has the list routed; the Selector is None for as long as the
 # seam puts Nova's function back (its stock_instance_list).
@@ -187,6 +184,11 @@ class Selector(object):
         self._local = threading.local()
 
     @property
+    def report_interval(self):
+        """Seconds between two publications of the counters."""
+        return self.conf.nova_ext_metrics.api_counters_interval
+
+    @property
     def driver(self):
         with self._lock:
             if self._driver is None:
@@ -327,7 +329,7 @@ class Selector(object):
             self._local.stock = False
 
     def report(self):
-        """Publish the counters, at most every REPORT_INTERVAL seconds."""
+        """Publish the counters, at most every ``api_counters_interval``."""
         self._report(self.driver)
 
     def _report(self, driver):
@@ -337,7 +339,7 @@ class Selector(object):
         # interval has passed: an idle process's counts are not left out.
         with self._published:
             self._dirty = True
-            if self.clock() - self._reported >= REPORT_INTERVAL:
+            if self.clock() - self._reported >= self.report_interval:
                 self._busy = True
                 self._published.notify_all()
             if self._looping:
@@ -353,10 +355,11 @@ class Selector(object):
         self._publisher.submit(self._publish_loop, driver)
 
     def _publish_loop(self, driver):
-        """Publish what changed, every REPORT_INTERVAL, until idle."""
+        """Publish the changed counters every interval, until idle."""
         while True:
             with self._published:
-                wait = REPORT_INTERVAL - (self.clock() - self._reported)
+                wait = self.report_interval - (self.clock() -
+                                               self._reported)
                 if wait > 0 and self._dirty and not self._stopped:
                     # Woken early by a request whose clock says it is due.
                     self._busy = False

@@ -27,7 +27,6 @@ from nova_ext import conf as ext_conf
 from nova_ext.index.marks import pending
 from nova_ext.index.upkeep import exporter
 from nova_ext.index.upkeep import status
-from nova_ext.instance_list import serving
 from nova_ext.tests.functional import test_index_parity
 
 CONF = ext_conf.CONF
@@ -64,9 +63,9 @@ class TestIndexMetrics(test_index_parity.IndexTestCase):
         self.assertSameAnswer(
             self.admin_api, 'servers/detail?all_tenants=1&marker=%s'
             % uuidutils.generate_uuid(), served=False)
-        # Due now, with every request's counts: not in REPORT_INTERVAL.
+        # Due now, with every request's counts: not an interval later.
         clock = self.selector.clock
-        self.selector.clock = lambda: clock() + serving.REPORT_INTERVAL
+        self.selector.clock = lambda: clock() + self.selector.report_interval
         self.selector.report()
         self.selector.wait_reported(10)
         pending.mark(self.index.engine, [('a-changed-instance',

@@ -71,7 +71,7 @@ class TestStatusSaysWhatNovaApiDoes(test_index_manage.ManageTestCase):
 
     def list_servers(self, served):
         """One list, served by the index or not; its counters published."""
-        self.now[0] += serving.REPORT_INTERVAL
+        self.now[0] += self.selector.report_interval
         before = self.selector.stats.snapshot()
         self.assertSameAnswer(self.admin_api, URI, served=served)
         self.selector.wait_reported(10)

@@ -167,15 +167,20 @@ class TestSelector(base.TestCase):
         self.assertNotIn('is off', self.logs.output)
 
     def test_counters_published_at_most_every_interval(self):
+        self.flags(api_counters_interval=30, group='nova_ext_metrics')
         self.list()
         self.list()
         self.selector.wait_reported(5)
         self.assertEqual(1, len(self.driver.reported))
-        self.clock.now += serving.REPORT_INTERVAL
+        self.clock.now += 20
+        self.list()
+        self.selector.wait_reported(5)
+        self.assertEqual(1, len(self.driver.reported))
+        self.clock.now += 10
         self.list()
         self.selector.wait_reported(5)
         self.assertEqual(2, len(self.driver.reported))
-        self.assertEqual(3, self.driver.reported[-1]['served'])
+        self.assertEqual(4, self.driver.reported[-1]['served'])
 
     def test_a_list_does_not_wait_for_its_counters(self):
         # Another writer holds the index: publishing waits, the list not.
@@ -185,7 +190,7 @@ class TestSelector(base.TestCase):
         self.driver.report_stats = lambda counts: (
             held.wait(30), published.append(counts))
         self.assertEqual(('from-driver', []), self.list())
-        self.clock.now += serving.REPORT_INTERVAL
+        self.clock.now += self.selector.report_interval
         # Both lists answered while the first publication still waits; the
         # counters published last are those of both.
         self.assertEqual(('from-driver', []), self.list())
@@ -195,8 +200,7 @@ class TestSelector(base.TestCase):
         self.assertEqual(2, published[-1]['served'])
 
     def test_a_publication_that_failed_is_made_again(self):
-        self.useFixture(fixtures.MockPatchObject(
-            serving, 'REPORT_INTERVAL', 0.2))
+        self.flags(api_counters_interval=1.0, group='nova_ext_metrics')
         self.selector.clock = time.monotonic
         real, failures = self.driver.report_stats, []
 
@@ -215,8 +219,7 @@ class TestSelector(base.TestCase):
         self.assertEqual([1], [c['served'] for c in self.driver.reported])
 
     def test_the_last_counters_are_published_without_another_request(self):
-        self.useFixture(fixtures.MockPatchObject(
-            serving, 'REPORT_INTERVAL', 1.0))
+        self.flags(api_counters_interval=1.0, group='nova_ext_metrics')
         self.selector.clock = time.monotonic
         self.list()
         self.selector.wait_reported(5)
@@ -236,6 +239,7 @@ class TestSelector(base.TestCase):
         # while the process exits: the exit must not wait for it.
         script = textwrap.dedent("""
             from oslo_config import cfg
+            from nova_ext.conf import metrics
             from nova_ext.instance_list import serving
 
             class Gone(object):
@@ -244,7 +248,9 @@ class TestSelector(base.TestCase):
                 def report_stats(self, counts):
                     raise RuntimeError('the index database is gone')
 
-            selector = serving.Selector(cfg.ConfigOpts(), None)
+            conf = cfg.ConfigOpts()
+            metrics.register_opts(conf)
+            selector = serving.Selector(conf, None)
             selector._driver = Gone()
             selector.stats.add('served')
             selector.report()

@@ -116,9 +116,9 @@ def served_share(test, what, seed, s, counted):
 
 
 #: Seconds after which every nova-api worker has published its counters:
-#: it does at most every ten seconds, and within ten seconds of its last
-#: list request, whether or not another follows.
-DUE = 11
+#: it does at most every api_counters_interval, and within as long of its
+#: last list request, whether or not another follows.
+DUE = novaext.PUBLISH_SECONDS
 
 
 def _counters(test):
@@ -133,7 +133,7 @@ def counters_before(test):
     return _counters(test)
 
 
-def accounted_for(test, s, counted, rounds=3):
+def accounted_for(test, s, counted, rounds=10):
     """The counters once the requests ``s`` sent to nova_ext are in them.
 
     Every worker publishes the outcome of its last request within DUE
