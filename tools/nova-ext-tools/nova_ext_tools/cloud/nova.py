@@ -333,8 +333,7 @@ class Nova(object):
 
     def restart_all(self):
         """Restart every Nova process, as after a change of nova.conf."""
-        for name in self.process_names():
-            self.ps.stop(name)
+        self.ps.stop_many(self.process_names())
         self.start()
 
     def process_names(self):

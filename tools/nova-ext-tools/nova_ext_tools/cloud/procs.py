@@ -125,30 +125,41 @@ class Processes(object):
         Or SIGTERM to ``name`` alone, if it was started with
         ``leader_stop``.
         """
-        if self.running(name):
+        self.stop_many([name], timeout)
+
+    def stop_many(self, names, timeout=30):
+        """:meth:`stop` ``names`` at once, as an init system stops units.
+
+        Each is told to stop before any is waited for: a Nova service takes
+        seconds to shut down gracefully, and the others need not wait for
+        it.
+        """
+        told = [name for name in names if self.running(name)]
+        for name in told:
             self.signal(name, signal.SIGTERM, group=not os.path.exists(
                 self._leaderfile(name)))
-            deadline = time.monotonic() + timeout
-            while self.running(name) and time.monotonic() < deadline:
-                _reap()
-                time.sleep(0.2)
-        # Whatever of its group is left (a worker that ignored SIGTERM),
-        # gone before this returns: its ports are free again.
-        pid = self.pid(name)
-        self.signal(name, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while (any(self.running(name) for name in told) and
+                time.monotonic() < deadline):
+            _reap()
+            time.sleep(0.2)
+        # Whatever of their groups is left (a worker that ignored SIGTERM),
+        # gone before this returns: their ports are free again.
+        groups = {self.pid(name) for name in names} - {None}
+        for name in names:
+            self.signal(name, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while pid and group_members(pid) and time.monotonic() < deadline:
+        while (groups & {int(fields[2]) for _, fields in _live()} and
+                time.monotonic() < deadline):
             _reap()
             time.sleep(0.1)
-        _unlink(self._pidfile(name))
-        _unlink(self._leaderfile(name))
-
-    def stop_all(self, order=()):
-        """Stop every recorded process: those in ``order`` first."""
-        names = [n for n in order if n in self.names()]
-        names += [n for n in reversed(self.names()) if n not in names]
         for name in names:
-            self.stop(name)
+            _unlink(self._pidfile(name))
+            _unlink(self._leaderfile(name))
+
+    def stop_all(self):
+        """Stop every recorded process."""
+        self.stop_many(self.names())
 
     def cpu_seconds(self, names):
         """``{name: CPU seconds}`` its process group's live members used.

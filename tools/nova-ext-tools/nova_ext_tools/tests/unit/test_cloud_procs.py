@@ -54,6 +54,24 @@ _LEADER = ('import os, signal, subprocess, sys, time\n'
            'time.sleep(300)\n')
 
 
+#: A process that, told to stop, leaves its mark and waits up to 10 s for
+#: the other one's: it says whether that came.
+_PEER = ('import os, signal, sys, time\n'
+         'mine, theirs = sys.argv[1:]\n'
+         'def term(*a):\n'
+         '    open(mine, "w").close()\n'
+         '    deadline = time.monotonic() + 10\n'
+         '    while not os.path.exists(theirs) and '
+         'time.monotonic() < deadline:\n'
+         '        time.sleep(0.05)\n'
+         '    os.write(1, b"together\\n" if os.path.exists(theirs) '
+         'else b"alone\\n")\n'
+         '    sys.exit(0)\n'
+         'signal.signal(signal.SIGTERM, term)\n'
+         'os.write(1, b"ready\\n")\n'
+         'time.sleep(300)\n')
+
+
 class TestProcesses(base.TestCase):
 
     def setUp(self):
@@ -115,6 +133,19 @@ class TestProcesses(base.TestCase):
         said = self._stopped()
         self.assertIn('leader TERM', said)
         self.assertIn('child TERM', said)
+
+    def test_stop_many_tells_each_before_waiting_for_any(self):
+        marks = self.useFixture(fixtures.TempDir()).path
+        a, b = (os.path.join(marks, n) for n in 'ab')
+        self.ps.start('a', [sys.executable, '-c', _PEER, a, b])
+        self.ps.start('b', [sys.executable, '-c', _PEER, b, a])
+        for name in ('a', 'b'):
+            procs.wait_for(name, lambda: 'ready' in open(
+                self.ps.log(name)).read(), 30)
+        self.ps.stop_many(['a', 'b'], timeout=30)
+        self.assertEqual([], self.ps.names())
+        for name in ('a', 'b'):
+            self.assertIn('together', open(self.ps.log(name)).read())
 
     def test_start_refuses_a_running_name(self):
         self.ps.start('sleeper', [sys.executable, '-c',
