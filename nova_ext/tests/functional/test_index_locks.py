@@ -63,6 +63,9 @@ with engine.connect() as conn:
 
 class TestOutsideWriter(capture_tests._CaptureBase):
 
+    # Every list between the changes is compared and must be served.
+    EVERY_LIST_SERVED = True
+
     def assertOutsideWriterGetsLock(self, when):
         took = subprocess.run(
             [sys.executable, '-c', _TAKE_LOCK,
