@@ -178,8 +178,10 @@ class Cloud(object):
     def stop(self):
         """Every process: each group of them at once, in the order above."""
         names = self.ps.names()
-        self.ps.stop_many([n for n in STOP_ORDER if n in names])
-        self.ps.stop_many([n for n in names if not n.startswith(INFRA)])
+        first = [n for n in STOP_ORDER if n in names]
+        self.ps.stop_many(first)
+        self.ps.stop_many([n for n in names
+                           if n not in first and not n.startswith(INFRA)])
         self.mq.stop()
         self.ps.stop_all()
 

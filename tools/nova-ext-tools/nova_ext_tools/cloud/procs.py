@@ -149,8 +149,7 @@ class Processes(object):
         for name in names:
             self.signal(name, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while (groups & {int(fields[2]) for _, fields in _live()} and
-                time.monotonic() < deadline):
+        while groups & live_groups() and time.monotonic() < deadline:
             _reap()
             time.sleep(0.1)
         for name in names:
@@ -218,6 +217,11 @@ def _live():
             fields = stat_fields('/proc/%s/stat' % entry)
             if fields is not None and fields[0] != 'Z':
                 yield int(entry), fields
+
+
+def live_groups():
+    """The process groups that have a live process."""
+    return {int(fields[2]) for _, fields in _live()}
 
 
 def group_members(pgid):
