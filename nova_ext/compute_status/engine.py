@@ -189,14 +189,18 @@ class TraitEngine(object):
             return []
         return sorted(node.uuid for node in nodes)
 
-    def sync_service(self, cctxt, service, up, old=None, providers=None):
+    def sync_service(self, cctxt, service, up, old=None, providers=None,
+                     leave=frozenset()):
         """Make a service's root providers carry what the callbacks say.
 
         :param cctxt: a context targeted at the service's cell.
         :param up: heartbeat status (True, False or None for unknown).
+        :param leave: traits this write leaves as they are.
         :returns: how many providers were written.
         """
         change = self.change_for(old, status_of(service, up))
+        change = base.TraitChange(add=change.add - leave,
+                                  remove=change.remove - leave)
         if providers is None:
             providers = self.root_providers(cctxt, service.host)
         written = 0

@@ -97,12 +97,9 @@ class HeartbeatTracker(object):
         return answer
 
 
-def servicegroup_up(servicegroup_api):
-    """A heartbeat callable for one-shot syncs (notifications, the API).
+def counted(conf):
+    """Whether the servicegroup driver counts every heartbeat.
 
-    It only ever says "up" or "not known": marking a compute down needs a
-    watcher's window.
+    Only Nova's ``db`` driver adds one to ``report_count`` at each.
     """
-    def up(service):
-        return True if servicegroup_api.service_is_up(service) else None
-    return up
+    return conf.servicegroup_driver == 'db'

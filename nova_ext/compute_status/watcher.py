@@ -68,8 +68,7 @@ class Watcher(object):
     @classmethod
     def from_conf(cls, conf, **kwargs):
         engine = engine_mod.TraitEngine.from_conf(conf)
-        # Only Nova's db driver counts each heartbeat in report_count.
-        kwargs.setdefault('counted', conf.servicegroup_driver == 'db')
+        kwargs.setdefault('counted', heartbeat.counted(conf))
         down_time = conf.service_down_time
         interval = conf.nova_ext_compute_status.watch_interval
         # A heartbeat counts as life only if the look before it was less

@@ -29,11 +29,13 @@ class ServiceStatus:
     :ivar host: the service's host name.
     :ivar disabled: the service is administratively disabled.
     :ivar forced_down: an operator or monitor forced the service down.
-    :ivar up: the servicegroup API considers the service alive (its last
-        heartbeat is within ``[DEFAULT]service_down_time``); None when that
-        is not known yet (a watcher that has not yet confirmed a missed
-        heartbeat), in which case callbacks leave heartbeat traits as they
-        are.
+    :ivar up: the service reported in within
+        ``[DEFAULT]service_down_time``, as nova_ext's heartbeat rule judges
+        it (with Nova's ``db`` servicegroup driver, by its heartbeat
+        counter rather than a timestamp); None when that is not known yet
+        (a watcher or consumer that has not yet seen the counter move or
+        stand still for a window), in which case callbacks leave heartbeat
+        traits as they are.
     :ivar hypervisor_up: the virt driver reports its hypervisor reachable;
         None when the driver does not report it.
     """

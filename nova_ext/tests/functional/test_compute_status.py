@@ -19,15 +19,20 @@ as in production.
 
 import datetime
 import sys
+import time
 
 import fixtures
 
 from nova import context as nova_context
+from nova.db.main import api as main_db_api
 from nova import objects
 from nova import servicegroup
 from oslo_utils import timeutils
 
+from nova_ext.compute_status import consumer as consumer_mod
 from nova_ext.compute_status import engine
+from nova_ext.compute_status import heartbeat
+from nova_ext.compute_status import heartbeat_wait
 from nova_ext.compute_status import trait_callbacks
 from nova_ext.compute_status import watcher as watcher_mod
 from nova_ext import exception
@@ -276,6 +281,32 @@ class TestServicesAPI(_ComputeStatusBase):
     def _drain(self):
         self.assertTrue(dispatcher.get_dispatcher(CONF).drain(10))
 
+    def _heartbeats(self):
+        """The consumer's ``HeartbeatWait``."""
+        consumers = [c for _n, c in dispatcher.get_dispatcher(CONF).consumers
+                     if isinstance(c, consumer_mod.ServiceStatusConsumer)]
+        self.assertEqual(1, len(consumers))
+        self.assertIsNotNone(consumers[0].heartbeats)
+        return consumers[0].heartbeats
+
+    def _until(self, what, done, timeout=30):
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                self.fail('not %s after %d s' % (what, timeout))
+            time.sleep(0.1)
+
+    def _reported_in(self, host):
+        """The compute reports in; the consumer applies what that says.
+
+        Once the consumer has seen a status change it follows the
+        compute's heartbeat counter until the watcher's rule knows.
+        """
+        self._drain()
+        self._heartbeat(host)
+        wait = self._heartbeats()
+        self._until('%s judged' % host, lambda: host not in wait.pending())
+
     def test_disable_enable_synchronous(self):
         self.assertIn("consumers: ['compute-status']",
                       self.stdlog.logger.output)
@@ -296,8 +327,66 @@ class TestServicesAPI(_ComputeStatusBase):
         self._drain()
         self.assertEqual({'compute1-1'}, self._marked(DOWN))
         self.admin_api.put_service(sid, {'forced_down': False})
-        self._drain()
+        self._reported_in('compute1-1')
         self.assertEqual(set(), self._marked(DOWN))
+
+    def test_forced_up_stays_down_until_it_reports_in(self):
+        host = 'compute1-1'
+        self._stop(host)
+        sid = self._service_id(host)
+        self.admin_api.put_service(sid, {'forced_down': True})
+        self._drain()
+        self.assertEqual({host}, self._marked(DOWN))
+        self.admin_api.put_service(sid, {'forced_down': False})
+        self._drain()
+        # Nova's servicegroup API takes the stopped compute for up: its
+        # last heartbeat is recent on the clock of the process that asks.
+        self.assertTrue(self.servicegroup.service_is_up(self._service(host)))
+        wait = self._heartbeats()
+        looks = wait.counts['looks']
+        self._until('looked at thrice',
+                    lambda: wait.counts['looks'] >= looks + 3)
+        self.assertEqual({host}, self._marked(DOWN))
+        self.assertEqual({host}, wait.pending())
+        self._reported_in(host)
+        self.assertEqual(set(), self._marked(DOWN))
+
+    def test_a_silent_compute_followed_for_a_window_is_marked_down(self):
+        host = 'compute1-1'
+        self._stop(host)
+        # The consumer's wait, with a window of seconds rather than
+        # service_down_time.
+        wait = heartbeat_wait.HeartbeatWait(
+            engine.TraitEngine.from_conf(CONF),
+            heartbeat.HeartbeatTracker(self.servicegroup, 2), poll=0.2)
+        cell = self.cell_mappings['cell1']
+        self.assertIsNone(wait.sync(cell, host))
+        self.assertEqual(set(), self._marked(DOWN))
+        self._until('judged', lambda: not wait.pending())
+        self.assertEqual({host}, self._marked(DOWN))
+        self.assertGreaterEqual(wait.counts['looks'], 5)
+
+    def test_a_change_saved_while_writing_is_written_too(self):
+        host = 'compute1-1'
+        trait_engine = engine.TraitEngine.from_conf(CONF)
+        write = trait_engine.sync_service
+        saved = []
+
+        def saved_meanwhile(cctxt, service, up, **kwargs):
+            # Another process disables the compute after the row was read:
+            # its own write lands before this one (no notification here,
+            # so nothing else writes it again).
+            if not saved:
+                saved.append(service.disabled)
+                main_db_api.service_update(cctxt, service.id,
+                                           {'disabled': True})
+            return write(cctxt, service, up, **kwargs)
+        trait_engine.sync_service = saved_meanwhile
+        wait = heartbeat_wait.HeartbeatWait(
+            trait_engine, heartbeat.HeartbeatTracker(self.servicegroup, 60))
+        wait.sync(self.cell_mappings['cell1'], host)
+        self.assertEqual([False], saved)
+        self.assertIn(DISABLED, self._traits(host))
 
     def test_a_sweep_does_not_undo_a_newer_change(self):
         sid = self._service_id('compute1-1')
@@ -314,7 +403,7 @@ class TestServicesAPI(_ComputeStatusBase):
             if not cleared:
                 cleared.append(trait)
                 self.admin_api.put_service(sid, {'forced_down': False})
-                self._drain()
+                self._reported_in('compute1-1')
                 self.assertEqual(set(), self._marked(DOWN))
             return read_placement(ctxt, trait)
         w.engine.providers_with = cleared_meanwhile
@@ -326,7 +415,8 @@ class TestServicesAPI(_ComputeStatusBase):
         """Do what Nova's libvirt driver does on losing its hypervisor.
 
         LibvirtDriver._set_host_enabled, when the connection to libvirt
-        drops (connected False) or comes back.
+        drops (connected False) or comes back: it saves its service, then
+        syncs the disabled trait itself.
         """
         ctxt = nova_context.get_admin_context()
         with nova_context.target_cell(
@@ -337,6 +427,8 @@ class TestServicesAPI(_ComputeStatusBase):
                 None if connected else
                 'AUTO: Connection to libvirt lost: test')
             service.save()
+        self.computes[host].manager.virtapi.update_compute_provider_status(
+            ctxt, self._get_provider_uuid_by_host(host), enabled=connected)
 
     def test_hypervisor_lost_and_back(self):
         self._as_libvirt('compute1-1', connected=False)
@@ -345,7 +437,7 @@ class TestServicesAPI(_ComputeStatusBase):
             t for t in self._traits('compute1-1') if t in (DISABLED, DOWN)})
         self.assertEqual({'compute1-1'}, self._marked(DOWN))
         self._as_libvirt('compute1-1', connected=True)
-        self._drain()
+        self._reported_in('compute1-1')
         self.assertEqual(set(), {t for t in self._traits('compute1-1')
                                  if t in (DISABLED, DOWN)})
 
@@ -366,7 +458,7 @@ class TestServicesAPI(_ComputeStatusBase):
         self._drain()
         self.assertEqual([{DOWN}, {DOWN}], status_traits())
         self.admin_api.put_service(sid, {'forced_down': False})
-        self._drain()
+        self._reported_in('compute1-1')
         self.assertEqual([set(), set()], status_traits())
         self.assertEqual(set(), {t for t in self._traits('compute2-1')
                                  if t in (DISABLED, DOWN)})
@@ -412,7 +504,7 @@ class TestServicesAPI(_ComputeStatusBase):
         self.admin_api.put_service(self._service_id('compute1-1'),
                                    {'status': 'enabled',
                                     'forced_down': False})
-        self._drain()
+        self._reported_in('compute1-1')
         traits = self._traits('compute1-1')
         self.assertNotIn(DOWN, traits)
         self.assertNotIn(DISABLED, traits)

@@ -17,7 +17,9 @@ traits into placement; a compute killed as a crashed host is marked down
 by watchers in processes of their own, one of them on a host whose clock
 is behind by more than ``service_down_time``, and none takes back
 another's right mark; the real scheduler asks placement without the down
-compute; the compute started again loses the mark.
+compute; the compute started again loses the mark. A dead compute forced
+up stays marked although Nova's servicegroup API takes it for up; a live
+one loses the mark at its next heartbeat, taken off by the consumer.
 """
 
 import os
@@ -45,6 +47,9 @@ WATCHERS = {'nova-ext-status-watcher-on-time': None,
             'nova-ext-status-watcher-behind': BEHIND}
 #: How long a right mark must then hold: past the behind watcher's sweeps.
 HOLD = 12
+#: How long a dead compute forced up must stay marked: past a heartbeat's
+#: interval (Nova's report_interval, 10 s) and the consumer's looks.
+FORCED_UP_HOLD = 15
 
 
 class TestComputeStatus(base.CloudTestCase):
@@ -104,18 +109,54 @@ class TestComputeStatus(base.CloudTestCase):
 
     def test_os_services_reach_placement(self):
         first, second = self.hosts
+        compute = cloud_nova.compute_process(
+            {host: cell for cell, host, _d in base.cells(self.cloud)}[first])
+        compute_log = len(self.log_of(compute))
         self._put_service(first, {'status': 'disabled'})
         # Nova's compute RPC, synchronous: there when the call returns.
         self.assertEqual({first: {DISABLED}, second: set()}, self._status())
         self._put_service(first, {'status': 'enabled'})
         self.assertEqual({first: set(), second: set()}, self._status())
+        # The consumers left that trait to Nova's compute, whose writes
+        # did not fail (a write of theirs at that moment made them fail).
+        self.assertNotIn('An error occurred while updating',
+                         self.log_of(compute)[compute_log:])
         # The consumer of the worker that answered, on its notification
         # thread.
         self._put_service(first, {'forced_down': True})
         self.addCleanup(self._put_service, first, {'forced_down': False})
         self._until('forced down', {first: {DOWN}, second: set()}, 30)
+        api_log = len(self.log_of('nova-api'))
         self._put_service(first, {'forced_down': False})
         self._until('forced up', {first: set(), second: set()}, 30)
+        # Taken off by the consumer once it saw a heartbeat, not left to
+        # the watcher's next sweep.
+        self.assertIn("provider %s traits +[] -['%s']"
+                      % (self.providers[first], DOWN),
+                      self.log_of('nova-api')[api_log:])
+        self.assertEqual([], self.nova_ext_errors())
+
+    def test_a_dead_compute_forced_up_stays_down(self):
+        live, dead = self.hosts
+        name = cloud_nova.compute_process(
+            {host: cell for cell, host, _d in base.cells(self.cloud)}[dead])
+        self.cloud.ps.signal(name, signal.SIGKILL)
+        self.addCleanup(self._compute_back, name)
+        self._put_service(dead, {'forced_down': True})
+        self.addCleanup(self._put_service, dead, {'forced_down': False})
+        self._until('forced down', {live: set(), dead: {DOWN}}, 30)
+        self._put_service(dead, {'forced_down': False})
+        forced_up = time.monotonic()
+        # Nova's own answer: its last heartbeat is recent, so it is up.
+        state = {s['host']: s['state'] for s in self._compute(
+            'GET', '/os-services?binary=nova-compute').json()['services']}
+        self.assertEqual('up', state[dead])
+        while time.monotonic() < forced_up + FORCED_UP_HOLD:
+            self.assertEqual({live: set(), dead: {DOWN}}, self._status(),
+                             '%.1f s after the force-up'
+                             % (time.monotonic() - forced_up))
+            time.sleep(0.5)
+        self._compute_back(name)
         self.assertEqual([], self.nova_ext_errors())
 
     def _start_watchers(self):
