@@ -35,6 +35,9 @@ LOG = logging.getLogger(__name__)
 COMPUTE_BINARY = 'nova-compute'
 #: Attempts of one provider's read-modify-write before giving up.
 CONFLICT_RETRIES = 4
+#: Writes of one service's status at most: each after a change of its row
+#: saved while the one before was written.
+WRITES = 3
 #: Placement's ``ResourceProviderConcurrentUpdateDetected``, which it
 #: answers with a 500, not a 409: a concurrent write that commits after
 #: the handler's generation check but before its own (seen with placement
@@ -61,6 +64,17 @@ def hypervisor_up(service):
     if service.disabled and reason.startswith(HYPERVISOR_LOST_PREFIX):
         return False
     return None
+
+
+def read_service(cctxt, host):
+    """The compute service of ``host`` as its row is now, or None.
+
+    :param cctxt: a context targeted at the host's cell.
+    """
+    try:
+        return objects.Service.get_by_compute_host(cctxt, host)
+    except nova_exception.ComputeHostNotFound:
+        return None
 
 
 def status_of(service, up):
@@ -189,29 +203,37 @@ class TraitEngine(object):
             return []
         return sorted(node.uuid for node in nodes)
 
-    def sync_service(self, cctxt, service, up, old=None, providers=None,
-                     leave=frozenset()):
+    def sync_service(self, cctxt, service, up, leave=frozenset()):
         """Make a service's root providers carry what the callbacks say.
+
+        Another process (another nova-api worker's consumer, a watcher's
+        sweep, Nova's compute) may write the same providers for a change
+        saved after ``service`` was read and before this write: the row is
+        read again after each write, and a change it shows is written too,
+        so the last write is never the older one.
 
         :param cctxt: a context targeted at the service's cell.
         :param up: heartbeat status (True, False or None for unknown).
-        :param leave: traits this write leaves as they are.
+        :param leave: traits these writes leave as they are.
         :returns: how many providers were written.
         """
-        change = self.change_for(old, status_of(service, up))
-        change = base.TraitChange(add=change.add - leave,
-                                  remove=change.remove - leave)
-        if providers is None:
-            providers = self.root_providers(cctxt, service.host)
         written = 0
-        for rp_uuid in providers:
-            try:
-                written += self.apply(cctxt, rp_uuid, change)
-            except nova_exception.ResourceProviderTraitRetrievalFailed:
-                # Not in placement yet: its compute creates it, and its
-                # resource tracker already reports the disabled trait.
-                LOG.debug('Provider %s of host %s is not in placement',
-                          rp_uuid, service.host)
+        for _attempt in range(WRITES):
+            change = self.change_for(None, status_of(service, up))
+            change = base.TraitChange(add=change.add - leave,
+                                      remove=change.remove - leave)
+            for rp_uuid in self.root_providers(cctxt, service.host):
+                try:
+                    written += self.apply(cctxt, rp_uuid, change)
+                except nova_exception.ResourceProviderTraitRetrievalFailed:
+                    # Not in placement yet: its compute creates it, and its
+                    # resource tracker already reports the disabled trait.
+                    LOG.debug('Provider %s of host %s is not in placement',
+                              rp_uuid, service.host)
+            now = read_service(cctxt, service.host)
+            if now is None or status_of(now, up) == status_of(service, up):
+                break
+            service = now
         return written
 
     def _fresh_change(self, ctxt, cell, host, up):
@@ -223,11 +245,34 @@ class TraitEngine(object):
         So a provider is written from its service read again just before.
         """
         with nova_context.target_cell(ctxt, cell) as cctxt:
-            try:
-                service = objects.Service.get_by_compute_host(cctxt, host)
-            except nova_exception.ComputeHostNotFound:
-                return None
+            service = read_service(cctxt, host)
+        if service is None:
+            return None
         return self.change_for(None, status_of(service, up))
+
+    def _apply_fresh(self, ctxt, rp_uuid, change, owner):
+        """Apply ``change``, then again while the service's row moves on.
+
+        An os-services change saved between the row's read and this
+        write, which the ``service.update`` consumer may have written
+        already, would be undone by it: the row is read again after each
+        write, and a change it shows is written too, so the sweep's last
+        write is never the older one.
+
+        :param owner: ``(cell, host, heartbeat answer)`` of the provider.
+        :returns: how many writes were made, and the last change.
+        """
+        cell, host, up = owner
+        written = 0
+        for _attempt in range(WRITES):
+            if change is None:
+                break
+            written += self.apply(ctxt, rp_uuid, change)
+            now = self._fresh_change(ctxt, cell, host, up)
+            if now == change:
+                break
+            change = now
+        return written, change
 
     def reconcile(self, heartbeat, ctxt=None):
         """Make placement match every cell's services table.
@@ -270,11 +315,10 @@ class TraitEngine(object):
                 cell, host, up = owners[rp_uuid]
                 if host not in fresh:
                     fresh[host] = self._fresh_change(ctxt, cell, host, up)
-                change = fresh[host]
-                if change is None:
-                    continue
                 try:
-                    stats['written'] += self.apply(ctxt, rp_uuid, change)
+                    written, fresh[host] = self._apply_fresh(
+                        ctxt, rp_uuid, fresh[host], (cell, host, up))
+                    stats['written'] += written
                 except nova_exception.ResourceProviderTraitRetrievalFailed:
                     stats['missing'] += 1
         # Providers with an owned custom trait but no compute service behind

@@ -31,8 +31,6 @@ import threading
 import time
 
 from nova import context as nova_context
-from nova import exception as nova_exception
-from nova import objects
 from oslo_log import log as logging
 
 from nova_ext.compute_status import engine
@@ -42,9 +40,6 @@ LOG = logging.getLogger(__name__)
 #: Seconds between two looks at a service whose heartbeat is not known
 #: yet: one small read of its row a second, for at most a window.
 POLL = 1.0
-#: Writes of one status at most, each after a change of the row saved
-#: while the one before was written.
-WRITES = 3
 
 
 class HeartbeatWait(object):
@@ -167,32 +162,14 @@ class HeartbeatWait(object):
                     del self._waiting[host]
 
     def _read(self, cell, host):
-        """The compute service of ``host`` as its row is now, or None."""
         ctxt = nova_context.get_admin_context()
         with nova_context.target_cell(ctxt, cell) as cctxt:
-            try:
-                return objects.Service.get_by_compute_host(cctxt, host)
-            except nova_exception.ComputeHostNotFound:
-                return None
+            return engine.read_service(cctxt, host)
 
     def _write(self, cell, service, up, leave=frozenset()):
-        """Write ``service``'s status, until its row stays as written.
-
-        Another process (a nova-api worker's consumer, Nova's compute) may
-        write the same providers for a change saved after ``service`` was
-        read and before this write: the row is read again after each
-        write, and a change it shows is written too, so the last write is
-        never the older one.
-        """
         ctxt = nova_context.get_admin_context()
-        for _attempt in range(WRITES):
-            with nova_context.target_cell(ctxt, cell) as cctxt:
-                written = self._engine.sync_service(cctxt, service, up,
-                                                    leave=leave)
-            with self._cond:
-                self.counts['written'] += written
-            now = self._read(cell, service.host)
-            if now is None or (engine.status_of(now, up) ==
-                               engine.status_of(service, up)):
-                return
-            service = now
+        with nova_context.target_cell(ctxt, cell) as cctxt:
+            written = self._engine.sync_service(cctxt, service, up,
+                                                leave=leave)
+        with self._cond:
+            self.counts['written'] += written

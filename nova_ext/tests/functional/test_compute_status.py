@@ -366,27 +366,53 @@ class TestServicesAPI(_ComputeStatusBase):
         self.assertEqual({host}, self._marked(DOWN))
         self.assertGreaterEqual(wait.counts['looks'], 5)
 
+    def _saved_during_first_write(self, trait_engine, host, values):
+        """Save ``values`` on the service inside the engine's first write.
+
+        As another process would, after the row was read and before the
+        write lands; with no notification, so that nothing else writes it
+        again. Returns the list of changes whose write it was saved in.
+        """
+        apply = trait_engine.apply
+        saved = []
+        sid = self._service(host).id
+
+        def saved_meanwhile(ctxt, rp_uuid, change):
+            if not saved:
+                saved.append(change)
+                with nova_context.target_cell(
+                        nova_context.get_admin_context(),
+                        self.cell_mappings['cell1']) as cctxt:
+                    main_db_api.service_update(cctxt, sid, values)
+            return apply(ctxt, rp_uuid, change)
+        trait_engine.apply = saved_meanwhile
+        return saved
+
     def test_a_change_saved_while_writing_is_written_too(self):
         host = 'compute1-1'
         trait_engine = engine.TraitEngine.from_conf(CONF)
-        write = trait_engine.sync_service
-        saved = []
-
-        def saved_meanwhile(cctxt, service, up, **kwargs):
-            # Another process disables the compute after the row was read:
-            # its own write lands before this one (no notification here,
-            # so nothing else writes it again).
-            if not saved:
-                saved.append(service.disabled)
-                main_db_api.service_update(cctxt, service.id,
-                                           {'disabled': True})
-            return write(cctxt, service, up, **kwargs)
-        trait_engine.sync_service = saved_meanwhile
+        saved = self._saved_during_first_write(trait_engine, host,
+                                               {'disabled': True})
         wait = heartbeat_wait.HeartbeatWait(
             trait_engine, heartbeat.HeartbeatTracker(self.servicegroup, 60))
         wait.sync(self.cell_mappings['cell1'], host)
-        self.assertEqual([False], saved)
+        self.assertEqual(1, len(saved))
+        self.assertNotIn(DISABLED, saved[0].add)
         self.assertIn(DISABLED, self._traits(host))
+
+    def test_a_change_saved_during_a_sweeps_write_is_written_too(self):
+        host = 'compute1-1'
+        w = self._watcher()
+        with nova_context.target_cell(nova_context.get_admin_context(),
+                                      self.cell_mappings['cell1']) as cctxt:
+            main_db_api.service_update(cctxt, self._service(host).id,
+                                       {'disabled': True})
+        saved = self._saved_during_first_write(w.engine, host,
+                                               {'disabled': False})
+        w.sweep()
+        self.assertEqual(1, len(saved))
+        self.assertIn(DISABLED, saved[0].add)
+        self.assertNotIn(DISABLED, self._traits(host))
 
     def test_a_sweep_does_not_undo_a_newer_change(self):
         sid = self._service_id('compute1-1')
