@@ -62,6 +62,11 @@ class ServiceStatusConsumer(base.Consumer):
         """The ``HeartbeatWait`` of this process, once it has consumed."""
         return self._wait
 
+    def stop(self):
+        with self._lock:
+            if self._wait is not None:
+                self._wait.stop()
+
     def _ready(self):
         with self._lock:
             if self._wait is None:

@@ -62,6 +62,7 @@ class HeartbeatWait(object):
         self._sync_lock = threading.Lock()
         self._pid = None
         self._thread = None
+        self._stopped = False
         self.counts = {'looks': 0, 'written': 0, 'failed': 0}
 
     def sync(self, cell, host, leave=None):
@@ -85,7 +86,8 @@ class HeartbeatWait(object):
             left = leave(service) if leave else frozenset()
             with self._cond:
                 up = self._tracker(service)
-                if left or (up is None and not service.forced_down):
+                if not self._stopped and (
+                        left or (up is None and not service.forced_down)):
                     # The rule knows within a window of looks; only looks
                     # that keep failing outlast two.
                     self._waiting[host] = (
@@ -98,6 +100,13 @@ class HeartbeatWait(object):
                     self._waiting.pop(host, None)
             self._write(cell, service, up, left)
         return up
+
+    def stop(self):
+        """Follow no service any more; the thread ends."""
+        with self._cond:
+            self._stopped = True
+            self._waiting.clear()
+            self._cond.notify_all()
 
     def pending(self):
         """Hosts whose heartbeat is not known yet, or not yet applied."""
@@ -117,9 +126,11 @@ class HeartbeatWait(object):
     def _run(self):
         while True:
             with self._cond:
-                while not self._waiting:
+                while not self._waiting and not self._stopped:
                     self._cond.wait()
                 self._cond.wait(self._poll)
+                if self._stopped:
+                    return
                 waiting = dict(self._waiting)
             for host, entry in waiting.items():
                 if time.monotonic() > entry[1]:

@@ -70,3 +70,10 @@ class Consumer(plugins.Switched, abc.ABC):
         the notification, one notification at a time in emission order. An
         exception is logged and counted and does not stop other consumers.
         """
+
+    def stop(self):
+        """Let go of any thread of the consumer's own.
+
+        Called when the process's dispatcher stops (a configuration
+        change, a test's end), after its last notification.
+        """

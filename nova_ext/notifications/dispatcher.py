@@ -121,6 +121,8 @@ class Dispatcher(object):
                 self._queue.put(_STOP)
                 self._worker.join()
             self._pid = None
+        for _name, consumer in self.consumers:
+            consumer.stop()
 
 
 _DISPATCHER = None

@@ -19,6 +19,7 @@ as in production.
 
 import datetime
 import sys
+import threading
 import time
 
 import fixtures
@@ -351,6 +352,29 @@ class TestServicesAPI(_ComputeStatusBase):
         self._reported_in(host)
         self.assertEqual(set(), self._marked(DOWN))
 
+    def test_the_dispatchers_stop_ends_the_heartbeat_wait(self):
+        host = 'compute1-1'
+        # A thread of an earlier test's wait may still be ending.
+        before = set(self._wait_threads())
+        self._stop(host)
+        sid = self._service_id(host)
+        self.admin_api.put_service(sid, {'forced_down': True})
+        self.admin_api.put_service(sid, {'forced_down': False})
+        self._drain()
+        wait = self._heartbeats()
+        self.assertEqual({host}, wait.pending())
+        threads = set(self._wait_threads()) - before
+        self.assertEqual(1, len(threads))
+        dispatcher.reset()
+        self.assertEqual(set(), wait.pending())
+        self._until('no thread',
+                    lambda: not any(t.is_alive() for t in threads))
+
+    @staticmethod
+    def _wait_threads():
+        return [t for t in threading.enumerate()
+                if t.name == 'nova-ext-heartbeat-wait']
+
     def test_a_silent_compute_followed_for_a_window_is_marked_down(self):
         host = 'compute1-1'
         self._stop(host)
@@ -359,6 +383,7 @@ class TestServicesAPI(_ComputeStatusBase):
         wait = heartbeat_wait.HeartbeatWait(
             engine.TraitEngine.from_conf(CONF),
             heartbeat.HeartbeatTracker(self.servicegroup, 2), poll=0.2)
+        self.addCleanup(wait.stop)
         cell = self.cell_mappings['cell1']
         self.assertIsNone(wait.sync(cell, host))
         self.assertEqual(set(), self._marked(DOWN))
@@ -395,6 +420,7 @@ class TestServicesAPI(_ComputeStatusBase):
                                                {'disabled': True})
         wait = heartbeat_wait.HeartbeatWait(
             trait_engine, heartbeat.HeartbeatTracker(self.servicegroup, 60))
+        self.addCleanup(wait.stop)
         wait.sync(self.cell_mappings['cell1'], host)
         self.assertEqual(1, len(saved))
         self.assertNotIn(DISABLED, saved[0].add)

@@ -79,3 +79,20 @@ class TestDispatcher(base.TestCase):
         d.submit(self._notification('service.update'))
         self.assertEqual(0, d.counts['queued'])
         self.assertIsNone(d._worker)
+
+    def test_stop_stops_every_consumer_after_its_last_notification(self):
+        events = []
+
+        class Stopping(notifications_base.Consumer):
+            event_types = ('*',)
+
+            def consume(self, notification):
+                events.append(notification.event_type)
+
+            def stop(self):
+                events.append('stopped')
+
+        d = dispatcher.Dispatcher([('stopping', Stopping())], queue_size=10)
+        d.submit(self._notification('service.update'))
+        d.stop()
+        self.assertEqual(['service.update', 'stopped'], events)
