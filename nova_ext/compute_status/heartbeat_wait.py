@@ -63,7 +63,8 @@ class HeartbeatWait(object):
         self._pid = None
         self._thread = None
         self._stopped = False
-        self.counts = {'looks': 0, 'written': 0, 'failed': 0}
+        #: Looks at waiting services (the engine counts its writes).
+        self.looks = 0
 
     def sync(self, cell, host, leave=None):
         """Apply a compute's status; follow it while the rule does not know.
@@ -147,8 +148,6 @@ class HeartbeatWait(object):
                     # Nobody else hears of it on this thread: the next
                     # look tries again, and the watcher's sweeps write
                     # what this could not.
-                    with self._cond:
-                        self.counts['failed'] += 1
                     LOG.warning('nova_ext compute status: following the '
                                 'heartbeat of host %s failed', host,
                                 exc_info=True)
@@ -161,7 +160,7 @@ class HeartbeatWait(object):
                 if self._waiting.get(host) is not entry:
                     # Answered, or followed anew, by the consumer.
                     return
-                self.counts['looks'] += 1
+                self.looks += 1
                 up = None if service is None else self._tracker(service)
             # A forced-down flag decides while it is set: written as it is,
             # like any answer of the rule.
@@ -180,7 +179,4 @@ class HeartbeatWait(object):
     def _write(self, cell, service, up, leave=frozenset()):
         ctxt = nova_context.get_admin_context()
         with nova_context.target_cell(ctxt, cell) as cctxt:
-            written = self._engine.sync_service(cctxt, service, up,
-                                                leave=leave)
-        with self._cond:
-            self.counts['written'] += written
+            self._engine.sync_service(cctxt, service, up, leave=leave)

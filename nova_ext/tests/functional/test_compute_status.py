@@ -344,9 +344,9 @@ class TestServicesAPI(_ComputeStatusBase):
         # last heartbeat is recent on the clock of the process that asks.
         self.assertTrue(self.servicegroup.service_is_up(self._service(host)))
         wait = self._heartbeats()
-        looks = wait.counts['looks']
+        looks = wait.looks
         self._until('looked at thrice',
-                    lambda: wait.counts['looks'] >= looks + 3)
+                    lambda: wait.looks >= looks + 3)
         self.assertEqual({host}, self._marked(DOWN))
         self.assertEqual({host}, wait.pending())
         self._reported_in(host)
@@ -389,7 +389,7 @@ class TestServicesAPI(_ComputeStatusBase):
         self.assertEqual(set(), self._marked(DOWN))
         self._until('judged', lambda: not wait.pending())
         self.assertEqual({host}, self._marked(DOWN))
-        self.assertGreaterEqual(wait.counts['looks'], 5)
+        self.assertGreaterEqual(wait.looks, 5)
 
     def _saved_during_first_write(self, trait_engine, host, values):
         """Save ``values`` on the service inside the engine's first write.
