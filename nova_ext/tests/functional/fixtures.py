@@ -24,6 +24,7 @@ import collections
 import datetime
 import os
 import sys
+import threading
 import time
 
 import fixtures
@@ -254,6 +255,47 @@ class SkewedClock(fixtures.Fixture):
         utcnow.override_time = None
         self.useFixture(fixtures.MonkeyPatch(
             'oslo_utils.timeutils.utcnow', utcnow))
+
+
+class Stalls(fixtures.Fixture):
+    """How long this process's threads could not run, while in use.
+
+    The harness runs the tests and every service in one process. Under
+    eventlet, a greenthread that computes for seconds (Nova's own list,
+    its statements compiled anew, on a machine running other suites) holds
+    every other one: the holders' heartbeats and this process's reads of
+    the holders table (``witness``) wait with it, and the lists that
+    follow go to Nova for the holders' silence, as they must. A thread
+    that ticks every :data:`TICK` records how late each tick was.
+    """
+
+    TICK = 0.05
+    #: Lateness of one tick below which it is not recorded: a switch.
+    LATE = 0.01
+
+    def _setUp(self):
+        # (monotonic time of the late tick, seconds late)
+        self._late = collections.deque(maxlen=10000)
+        stop = threading.Event()
+        thread = threading.Thread(target=self._run, args=(stop,),
+                                  daemon=True, name='nova-ext-test-stalls')
+        thread.start()
+        self.addCleanup(thread.join, 5)
+        self.addCleanup(stop.set)
+
+    def _run(self, stop):
+        last = time.monotonic()
+        while not stop.wait(self.TICK):
+            now = time.monotonic()
+            late = now - last - self.TICK
+            if late > self.LATE:
+                self._late.append((now, late))
+            last = now
+
+    def since(self, moment):
+        """Seconds the ticks were late in all, from ``moment`` on."""
+        return sum(min(late, when - moment) for when, late in list(self._late)
+                   if when > moment)
 
 
 class NovaWrites(fixtures.Fixture):

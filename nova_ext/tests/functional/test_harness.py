@@ -11,10 +11,21 @@
 # under the License.
 """The harness is what it claims: several cells, real placement, Nova 34."""
 
+import time
+
 from nova import context as nova_context
 from nova import objects
+from nova import utils as nova_utils
+import sqlalchemy as sa
 
+from nova_ext import conf as ext_conf
+from nova_ext.index.marks import holders
+from nova_ext.index.marks import witness
+from nova_ext.index import schema
 from nova_ext.tests.functional import base
+from nova_ext.tests.functional import test_index_parity
+
+CONF = ext_conf.CONF
 
 
 class TestHarness(base.NovaExtTestCase):
@@ -35,3 +46,61 @@ class TestHarness(base.NovaExtTestCase):
         self.assertEqual(
             {'compute1-1', 'compute2-1'},
             {rp['name'] for rp in providers['resource_providers']})
+
+
+class TestStalledProcess(test_index_parity.IndexTestCase):
+    """A list sent to Nova for a stall of the harness's one process.
+
+    Each list is compared once more, once every holder vouched again;
+    a holder that stays silent fails the comparison.
+    """
+
+    HEARTBEAT = 1.0
+
+    def setUp(self):
+        super().setUp()
+        self.flags(holder_heartbeat_interval=self.HEARTBEAT,
+                   group='nova_ext_index')
+        self._create_server(host='compute1-1', networks='none')
+        self.sync_index()
+        other = holders.Lease(CONF)
+        other.ensure(self.index.engine)
+        self.addCleanup(other.stop)
+        self.wait_for_vouches(time.monotonic())
+
+    def silenced(self, stats):
+        return sum(count for reason, count in
+                   stats['reasons'].get('unservable', {}).items()
+                   if 'holders of marks' in reason)
+
+    def test_a_list_after_a_stall_is_compared_again(self):
+        if nova_utils.concurrency_mode_threading():
+            self.skipTest('native threads run on while one computes')
+        before = self.selector.stats.snapshot()
+        # Longer than the window: a greenthread that computes holds the
+        # holders' heartbeats and this process's reads of them.
+        end = time.monotonic() + holders.window(CONF) * 1.5
+        while time.monotonic() < end:
+            pass
+        self.assertSameAnswer(self.admin_api, 'servers/detail')
+        after = self.selector.stats.snapshot()
+        self.assertEqual(1, after['served'] - before['served'])
+        self.assertEqual(1, self.silenced(after) - self.silenced(before),
+                         after)
+
+    def test_a_silent_holder_fails_the_comparison(self):
+        with self.index.engine.begin() as conn:
+            conn.execute(sa.insert(schema.HOLDERS).values(
+                holder='silent', host='elsewhere', pid=1, beats=0,
+                vouches=1, started_at=time.time()))
+        seen = witness.get_witness(CONF)
+        deadline = time.monotonic() + holders.window(CONF) * 5
+        while 'silent' not in (seen.silent() or []):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        before = self.selector.stats.snapshot()
+        self.assertRaises(AssertionError, self.assertSameAnswer,
+                          self.admin_api, 'servers/detail')
+        after = self.selector.stats.snapshot()
+        self.assertEqual(before['served'], after['served'])
+        self.assertLess(self.silenced(before), self.silenced(after))
