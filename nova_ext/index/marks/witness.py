@@ -74,6 +74,7 @@ class Witness(object):
         self._since = {}
         self._stop = threading.Event()
         self._thread = None
+        self._first_read = threading.Event()
 
     def observe(self, engine):
         """Read the holders table once; its rows, for ``watch`` too.
@@ -128,18 +129,29 @@ class Witness(object):
                           self._since.get(h, oldest - 1) < oldest)
 
     def start(self):
-        """Read the table now, then every quarter heartbeat interval."""
+        """Read the table now, then every quarter heartbeat interval.
+
+        Returns once the first read is over, whichever thread makes it:
+        until then, every holder is one this process has not read.
+        """
         with self._lock:
-            if self._thread is not None:
-                return
-            self._thread = threading.Thread(
-                target=self._run, daemon=True, name='nova-ext-index-witness')
+            first = self._thread is None
+            if first:
+                self._thread = threading.Thread(
+                    target=self._run, daemon=True,
+                    name='nova-ext-index-witness')
+        if not first:
+            # As long as the first caller may wait for the read.
+            self._first_read.wait(self.conf.nova_ext_index.query_timeout)
+            return
         try:
             # A table without other holders needs no vouch to be seen.
             self.observe(db.get_engine(self.conf))
         except Exception as e:  # noqa: the thread reads it again
             LOG.debug('nova_ext index: holders table not read (%s: %s)',
                       type(e).__name__, e)
+        finally:
+            self._first_read.set()
         self._thread.start()
 
     def _run(self):

@@ -11,6 +11,7 @@
 # under the License.
 """Which holders vouched lately, on a real SQLite index database."""
 
+import threading
 import time
 
 import sqlalchemy as sa
@@ -153,3 +154,31 @@ class TestReading(index_base.IndexDBTestCase):
         while running.silent() != [lease.name]:
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.02)
+
+    def test_a_second_caller_waits_for_the_first_read(self):
+        lease = holders.get_lease(self.conf.conf)
+        lease.ensure(self.engine)
+        running = witness.Witness(self.conf.conf)
+        self.addCleanup(running.stop)
+        reading, read = threading.Event(), threading.Event()
+        real = running.observe
+
+        def observe(engine):
+            reading.set()
+            read.wait(10)
+            return real(engine)
+        running.observe = observe
+        first = threading.Thread(target=running.start)
+        first.start()
+        self.assertTrue(reading.wait(10))
+        seen = []
+        second = threading.Thread(
+            target=lambda: seen.append((running.start(), running.silent())))
+        second.start()
+        second.join(0.2)
+        # Not before the first read is over.
+        self.assertEqual([], seen)
+        read.set()
+        first.join(10)
+        second.join(10)
+        self.assertEqual([(None, [lease.name])], seen)
