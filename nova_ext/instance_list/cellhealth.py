@@ -15,17 +15,29 @@ Nova's list answers differently when a cell database does not respond:
 minimal records for its instances from microversion 2.69, nothing (or an
 error) before. Nova learns it from the request's own query of each cell.
 The index does not need the cells to answer, so every list request it
-would serve asks each cell, in parallel, a trivial query first; if any
-cell does not answer, the index hands the request to Nova, whose answer
-is then by definition the one Nova gives. No earlier check stands in for
-the request's own: a cell that went down a moment ago is down for this
-request, as it is for Nova's.
+would serve asks each cell a trivial query first; if any cell does not
+answer within ``query_timeout``, the index hands the request to Nova,
+whose answer is then by definition the one Nova gives. No earlier check
+stands in for the request's own: a cell that went down a moment ago is
+down for this request, as it is for Nova's.
+
+The cells are asked on threads of this process's pool, in groups of
+:data:`CELLS_PER_THREAD` one after another, the groups in parallel. A
+thread per cell, as Nova's scatter-gather gives each, costs the request
+more of the process's CPU than the trivial queries themselves: on a
+machine whose cores the cloud's other services share, that is time the
+request waits for a core. A group's cells are asked in turn, so one cell
+that hangs leaves the cells after it in its group unasked: like a cell
+whose thread did not start in time in Nova's scatter-gather, a cell that
+gave no answer within the timeout counts as down.
 """
 
 import threading
 import weakref
 
 import futurist
+from futurist import waiters
+from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 
@@ -34,15 +46,16 @@ from nova_ext import per_process
 from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
-#: Checks begun at once in a process (:meth:`CellHealth.begin`); more wait
-#: for one of them to end.
+#: Threads asking cells at once in a process; more groups wait for one.
 CHECKS_AT_ONCE = 8
+#: Cells one thread asks in turn, within one check.
+CELLS_PER_THREAD = 4
 
 _POOLS = per_process.Registry()
 
 
 def _pool():
-    """This process's pool for checks begun early, made on first use."""
+    """This process's pool for the checks, made on first use."""
     return _POOLS.get(None, lambda: futurist.ThreadPoolExecutor(
         max_workers=CHECKS_AT_ONCE))
 
@@ -53,6 +66,40 @@ def shutdown():
         pool.shutdown(wait=True)
 
 
+class _Probes(object):
+    """One check's questions to every cell, under way on the pool.
+
+    :param ask: ``ask(ctx, cell)``: None if the cell answered, else why
+        not (the exception).
+    """
+
+    def __init__(self, ctx, cells, ask):
+        self.cells = [cell.uuid for cell in cells]
+        # {cell uuid: None, or why it did not answer}, as the answers come.
+        self.answers = {}
+        groups = [cells[n:n + CELLS_PER_THREAD]
+                  for n in range(0, len(cells), CELLS_PER_THREAD)]
+        self._futures = [_pool().submit(self._ask_all, ctx, group, ask)
+                         for group in groups]
+
+    def _ask_all(self, ctx, cells, ask):
+        # The pool's thread logs with the request's id, as the request
+        # would.
+        ctx.update_store()
+        for cell in cells:
+            self.answers[cell.uuid] = ask(ctx, cell)
+
+    def down(self, timeout):
+        """The cells that gave no answer, waiting ``timeout`` s at most."""
+        waiters.wait_for_all(self._futures, timeout)
+        for future in self._futures:
+            # A group that has not begun does not begin late.
+            future.cancel()
+        answers = dict(self.answers)
+        return sorted(uuid for uuid in self.cells
+                      if uuid not in answers or answers[uuid] is not None)
+
+
 class CellHealth(object):
 
     def __init__(self):
@@ -60,37 +107,50 @@ class CellHealth(object):
         self._down = []
         #: Checks made (each a query to every cell).
         self.checks = 0
-        #: {request context: the future of its check begun early}.
+        #: {request context: its check begun early (a _Probes)}.
         self._begun = weakref.WeakKeyDictionary()
 
     def begin(self, ctx, conf):
-        """Begin ``ctx``'s check now, on a thread of this process's pool.
+        """Begin ``ctx``'s check now, on threads of this process's pool.
 
         For a request that reads something else first whose order with
         the check does not matter (the build requests): the check then
         costs it no time of its own. :meth:`down_cells` of the same
         context gives its answer.
         """
-        future = _pool().submit(self._check_for, ctx, conf)
+        probes = self._start(ctx)
         with self._lock:
-            self._begun[ctx] = future
+            self._begun[ctx] = probes
 
-    def _check_for(self, ctx, conf):
-        # The pool's thread logs with the request's id, as the request would.
-        ctx.update_store()
-        return self._check(ctx, conf)
+    def _start(self, ctx):
+        return _Probes(ctx, self._cells(), self._ask)
+
+    def _cells(self):
+        return nova_cells.all_cells()
 
     def begun(self, ctx):
         """Whether a check of ``ctx``'s was begun and not yet given."""
         with self._lock:
             return ctx in self._begun
 
+    def _ask(self, ctx, cell):
+        """None if ``cell`` answers, else the exception it raised."""
+        try:
+            # Nova's DownCellFixture, which tests use to take cells down,
+            # makes target_cell raise for them.
+            with nova_context.target_cell(ctx, cell) as cctxt:
+                self._probe(cctxt)
+        except Exception as e:
+            LOG.debug('nova_ext index: cell %s does not answer (%s: %s)',
+                      cell.uuid, type(e).__name__, e)
+            return e
+        return None
+
     def _probe(self, cctxt):
-        # A method, not a function: Nova's DownCellFixture, which tests use
-        # to take cells down, only stubs bound methods. The engine Nova's
-        # list query of the cell reads (``reader.allow_async``: the replica
-        # [database]slave_connection names, if any), asked on a connection
-        # of the check's own (direct_reads).
+        # The engine Nova's list query of the cell reads
+        # (``reader.allow_async``: the replica [database]slave_connection
+        # names, if any), asked on a connection of the check's own
+        # (direct_reads).
         engine = main_db_api.get_context_manager(cctxt).reader.get_engine()
         direct_reads.ask(engine)
         return True
@@ -102,17 +162,10 @@ class CellHealth(object):
         given once, a second call checks again.
         """
         with self._lock:
-            future = self._begun.pop(ctx, None)
-        if future is not None:
-            return future.result()
-        return self._check(ctx, conf)
-
-    def _check(self, ctx, conf):
-        results = nova_cells.scatter(
-            ctx, nova_cells.all_cells(), self._probe,
-            timeout=conf.nova_ext_index.query_timeout)
-        down = sorted(uuid for uuid, result in results.items()
-                      if nova_cells.failure(result) is not None)
+            probes = self._begun.pop(ctx, None)
+        if probes is None:
+            probes = self._start(ctx)
+        down = probes.down(conf.nova_ext_index.query_timeout)
         with self._lock:
             self.checks += 1
             if down != self._down:

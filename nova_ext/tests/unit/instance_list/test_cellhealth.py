@@ -14,15 +14,20 @@
 import gc
 import os
 import sqlite3
+import threading
+import time
 import types
 
 import fixtures
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
+from nova_ext import conf as ext_conf
 from nova_ext.instance_list import cellhealth
 from nova_ext.instance_list import direct_reads
 from nova_ext.tests.unit import base
+
+CONF = ext_conf.CONF
 
 
 class TestProbe(base.TestCase):
@@ -65,7 +70,7 @@ class TestProbe(base.TestCase):
 
 
 class _Context(object):
-    """A request's context, as far as the check begun early uses it."""
+    """A request's context, as far as the check uses it."""
 
     def __init__(self):
         self.stored = 0
@@ -75,58 +80,111 @@ class _Context(object):
 
 
 class _Health(cellhealth.CellHealth):
-    """Cells' checks that answer ``down`` and count who asked."""
+    """A check of ``cells`` cells, of which some fail or hang.
 
-    def __init__(self, down=(), error=None):
+    ``down`` fail; ``hung`` answer once ``release`` is set. It records
+    who asked which cell, on which thread.
+    """
+
+    def __init__(self, cells, down=(), hung=()):
         super().__init__()
+        self.uuids = ['cell%d' % n for n in range(cells)]
+        self.down, self.hung = set(down), set(hung)
+        self.release = threading.Event()
         self.asked = []
-        self.down = list(down)
-        self.error = error
 
-    def _check(self, ctx, conf):
-        self.asked.append(id(ctx))
-        if self.error is not None:
-            raise self.error
-        return self.down
+    def _cells(self):
+        return [types.SimpleNamespace(uuid=u) for u in self.uuids]
+
+    def _ask(self, ctx, cell):
+        self.asked.append((id(ctx), cell.uuid, threading.get_ident()))
+        if cell.uuid in self.hung:
+            self.release.wait(30)
+        if cell.uuid in self.down:
+            return db_exc.DBError('down')
+        return None
 
 
-class TestBegun(base.TestCase):
+class TestCheck(base.TestCase):
 
     def setUp(self):
         super().setUp()
         self.addCleanup(cellhealth.shutdown)
+        self.flags(query_timeout=5, group='nova_ext_index')
+
+    def health(self, *args, **kwargs):
+        health = _Health(*args, **kwargs)
+        self.addCleanup(health.release.set)
+        return health
 
     def test_a_check_begun_is_the_requests(self):
-        health, ctx = _Health(down=['cell2']), _Context()
-        health.begin(ctx, None)
+        health, ctx = self.health(3, down=['cell2']), _Context()
+        health.begin(ctx, CONF)
         self.assertTrue(health.begun(ctx))
-        self.assertEqual(['cell2'], health.down_cells(ctx, None))
-        self.assertEqual([id(ctx)], health.asked)
-        # Made on the pool's thread with the request's logging context.
+        self.assertEqual(['cell2'], health.down_cells(ctx, CONF))
+        self.assertEqual(['cell0', 'cell1', 'cell2'],
+                         [cell for _ctx, cell, _t in health.asked])
+        self.assertEqual({id(ctx)}, {c for c, _cell, _t in health.asked})
+        # Asked on the pool's thread with the request's logging context.
+        self.assertNotIn(threading.get_ident(),
+                         {t for _c, _cell, t in health.asked})
         self.assertEqual(1, ctx.stored)
         # Given once: a second call checks again.
         self.assertFalse(health.begun(ctx))
-        health.down_cells(ctx, None)
-        self.assertEqual([id(ctx)] * 2, health.asked)
+        self.assertEqual(['cell2'], health.down_cells(ctx, CONF))
+        self.assertEqual(6, len(health.asked))
+        self.assertEqual(2, health.checks)
 
     def test_another_requests_check_is_its_own(self):
-        health, first, second = _Health(), _Context(), _Context()
-        health.begin(first, None)
+        health, first, second = self.health(2), _Context(), _Context()
+        health.begin(first, CONF)
         self.assertFalse(health.begun(second))
-        self.assertEqual([], health.down_cells(second, None))
+        self.assertEqual([], health.down_cells(second, CONF))
         self.assertTrue(health.begun(first))
-        health.down_cells(first, None)
-        self.assertCountEqual([id(first), id(second)], health.asked)
+        self.assertEqual([], health.down_cells(first, CONF))
+        self.assertEqual(sorted([id(first)] * 2 + [id(second)] * 2),
+                         sorted(c for c, _cell, _t in health.asked))
 
-    def test_what_a_check_begun_raises_is_raised(self):
-        health, ctx = _Health(error=ValueError('no cells')), _Context()
-        health.begin(ctx, None)
-        self.assertRaises(ValueError, health.down_cells, ctx, None)
-        self.assertFalse(health.begun(ctx))
+    def test_cells_are_asked_in_groups_in_parallel(self):
+        per = cellhealth.CELLS_PER_THREAD
+        count = per * 2 + 1
+        health = self.health(count, hung=['cell0'])
+        ctx = _Context()
+        health.begin(ctx, CONF)
+        # The first group waits for its hung cell, the others answer.
+        others = {'cell%d' % n for n in range(per, count)}
+        deadline = time.monotonic() + 10
+        while len(health.asked) < 1 + len(others):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        time.sleep(0.05)
+        self.assertEqual({'cell0'} | others,
+                         {cell for _c, cell, _t in health.asked})
+        health.release.set()
+        self.assertEqual([], health.down_cells(ctx, CONF))
+        # Then the rest of its group, in turn, on its thread.
+        first = [(cell, t) for _c, cell, t in health.asked
+                 if int(cell[4:]) < per]
+        self.assertEqual(['cell%d' % n for n in range(per)],
+                         [cell for cell, _t in first])
+        self.assertEqual(1, len({t for _cell, t in first}))
+        self.assertEqual(3, ctx.stored)
+
+    def test_a_cell_that_does_not_answer_in_time_is_down(self):
+        self.flags(query_timeout=0.2, group='nova_ext_index')
+        health = self.health(3, hung=['cell1'])
+        started = time.monotonic()
+        # cell2 is after the hung cell in its group: unasked, and down as a
+        # cell Nova's scatter-gather gave no thread in time.
+        self.assertEqual(['cell1', 'cell2'],
+                         health.down_cells(_Context(), CONF))
+        self.assertGreaterEqual(time.monotonic() - started, 0.2)
+        self.assertNotIn('cell2', [c for _ctx, c, _t in health.asked])
+        health.release.set()
 
     def test_a_request_gone_leaves_nothing(self):
-        health = _Health()
-        health.begin(_Context(), None)
+        health = self.health(1)
+        health.begin(_Context(), CONF)
         cellhealth.shutdown()
         gc.collect()
         self.assertEqual(0, len(health._begun))
