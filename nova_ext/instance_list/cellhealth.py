@@ -100,6 +100,16 @@ class _Probes(object):
                       if uuid not in answers or answers[uuid] is not None)
 
 
+class _Raising(object):
+    """A check that could not begin: why, raised when asked."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def down(self, timeout):
+        raise self.error
+
+
 class CellHealth(object):
 
     def __init__(self):
@@ -118,7 +128,12 @@ class CellHealth(object):
         costs it no time of its own. :meth:`down_cells` of the same
         context gives its answer.
         """
-        probes = self._start(ctx)
+        try:
+            probes = self._start(ctx)
+        except Exception as e:
+            # Raised where the answer is asked for, as a check made then
+            # would raise it, within the list's own handling of errors.
+            probes = _Raising(e)
         with self._lock:
             self._begun[ctx] = probes
 

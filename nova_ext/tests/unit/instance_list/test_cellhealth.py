@@ -86,14 +86,17 @@ class _Health(cellhealth.CellHealth):
     who asked which cell, on which thread.
     """
 
-    def __init__(self, cells, down=(), hung=()):
+    def __init__(self, cells, down=(), hung=(), error=None):
         super().__init__()
+        self.error = error
         self.uuids = ['cell%d' % n for n in range(cells)]
         self.down, self.hung = set(down), set(hung)
         self.release = threading.Event()
         self.asked = []
 
     def _cells(self):
+        if self.error is not None:
+            raise self.error
         return [types.SimpleNamespace(uuid=u) for u in self.uuids]
 
     def _ask(self, ctx, cell):
@@ -181,6 +184,13 @@ class TestCheck(base.TestCase):
         self.assertGreaterEqual(time.monotonic() - started, 0.2)
         self.assertNotIn('cell2', [c for _ctx, c, _t in health.asked])
         health.release.set()
+
+    def test_what_a_check_begun_raises_is_raised_when_asked(self):
+        health, ctx = self.health(1, error=ValueError('no cells')), _Context()
+        health.begin(ctx, CONF)
+        self.assertTrue(health.begun(ctx))
+        self.assertRaises(ValueError, health.down_cells, ctx, CONF)
+        self.assertFalse(health.begun(ctx))
 
     def test_a_request_gone_leaves_nothing(self):
         health = self.health(1)
