@@ -70,7 +70,7 @@ class _Probes(object):
     """One check's questions to every cell, under way on the pool.
 
     :param ask: ``ask(ctx, cell)``: None if the cell answered, else why
-        not (the exception).
+        not.
     """
 
     def __init__(self, ctx, cells, ask):
@@ -149,7 +149,11 @@ class CellHealth(object):
             return ctx in self._begun
 
     def _ask(self, ctx, cell):
-        """None if ``cell`` answers, else the exception it raised."""
+        """None if ``cell`` answers, else why not (text).
+
+        Not the exception: its traceback would hold the request's context
+        for as long as an unclaimed check is kept.
+        """
         try:
             # Nova's DownCellFixture, which tests use to take cells down,
             # makes target_cell raise for them.
@@ -158,7 +162,7 @@ class CellHealth(object):
         except Exception as e:
             LOG.debug('nova_ext index: cell %s does not answer (%s: %s)',
                       cell.uuid, type(e).__name__, e)
-            return e
+            return '%s: %s' % (type(e).__name__, e)
         return None
 
     def _probe(self, cctxt):
