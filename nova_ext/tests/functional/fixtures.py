@@ -276,6 +276,7 @@ class Stalls(fixtures.Fixture):
     def _setUp(self):
         # (monotonic time of the late tick, seconds late)
         self._late = collections.deque(maxlen=10000)
+        self._last = time.monotonic()
         stop = threading.Event()
         thread = threading.Thread(target=self._run, args=(stop,),
                                   daemon=True, name='nova-ext-test-stalls')
@@ -284,18 +285,26 @@ class Stalls(fixtures.Fixture):
         self.addCleanup(stop.set)
 
     def _run(self, stop):
-        last = time.monotonic()
         while not stop.wait(self.TICK):
             now = time.monotonic()
-            late = now - last - self.TICK
+            late = now - self._last - self.TICK
             if late > self.LATE:
                 self._late.append((now, late))
-            last = now
+            self._last = now
 
     def since(self, moment):
-        """Seconds the ticks were late in all, from ``moment`` on."""
-        return sum(min(late, when - moment) for when, late in list(self._late)
-                   if when > moment)
+        """Seconds the ticks were late in all, from ``moment`` on.
+
+        With the tick that is late now: the thread that asks may be the
+        one that held the others, and they have not run since.
+        """
+        now = time.monotonic()
+        gaps = [(when, late) for when, late in list(self._late)
+                if when > moment]
+        overdue = now - self._last - self.TICK
+        if overdue > self.LATE:
+            gaps.append((now, overdue))
+        return sum(min(late, when - moment) for when, late in gaps)
 
 
 class NovaWrites(fixtures.Fixture):

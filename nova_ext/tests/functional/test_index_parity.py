@@ -172,19 +172,19 @@ class IndexTestCase(base.NovaExtTestCase):
         """
         args = _get_args(api, uri, headers)
         context = '%s as %s (%s)' % (uri, api.auth_user, api.microversion)
-        got, before, after = self._compare(args, context, nova_500,
-                                           null_sort)
+        got, before, after = self._answers_compared(args, context,
+                                                    nova_500, null_sort)
         if self._starved(served, got, before, after):
             # Nova's answer, as it must be while the index cannot tell
             # whether every holder recorded its changes. Once they vouched
             # again, the same request shows whether the index serves it.
             self.wait_for_vouches(time.monotonic())
-            got, before, after = self._compare(args, context, nova_500,
-                                               null_sort)
+            got, before, after = self._answers_compared(args, context,
+                                                        nova_500, null_sort)
         self.assertServed(served, before, after, got, context)
         return got
 
-    def _compare(self, args, context, nova_500, null_sort):
+    def _answers_compared(self, args, context, nova_500, null_sort):
         before = self.selector.stats.snapshot()
         got = answers.get(self._get, *args)
         after = self.selector.stats.snapshot()
