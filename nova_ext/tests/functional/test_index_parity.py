@@ -126,6 +126,13 @@ class IndexTestCase(base.NovaExtTestCase):
             self.assertLess(time.monotonic(), deadline, silent)
             time.sleep(0.1)
 
+    def _other_holders(self):
+        """The names of the holders' rows, but this process's own."""
+        table = schema.HOLDERS
+        with self.index.engine.connect() as conn:
+            names = set(conn.execute(sa.select(table.c.holder)).scalars())
+        return names - {holders.get_lease(ext_conf.CONF).name}
+
     def null_columns(self, columns):
         """Columns that are NULL for some live instance."""
         table = nova_models.Instance.__table__
@@ -178,7 +185,14 @@ class IndexTestCase(base.NovaExtTestCase):
             # Nova's answer, as it must be while the index cannot tell
             # whether every holder recorded its changes. Once they vouched
             # again, the same request shows whether the index serves it.
+            # A holder released meanwhile did not vouch: it was silent for
+            # holder_timeout, far longer than a stall explains.
+            present = self._other_holders()
             self.wait_for_vouches(time.monotonic())
+            released = present - self._other_holders()
+            self.assertFalse(released, 'holders silent until released as '
+                             'dead, not held up by a stall: %s; %s'
+                             % (sorted(released), context))
             got, before, after = self._answers_compared(args, context,
                                                         nova_500, null_sort)
         self.assertServed(served, before, after, got, context)
