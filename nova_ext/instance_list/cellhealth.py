@@ -172,7 +172,6 @@ class CellHealth(object):
         # (direct_reads).
         engine = main_db_api.get_context_manager(cctxt).reader.get_engine()
         direct_reads.ask(engine)
-        return True
 
     def down_cells(self, ctx, conf):
         """Uuids of the cells that do not answer now.

@@ -51,7 +51,8 @@ class TestProbe(base.TestCase):
 
     def test_a_cell_that_answers(self):
         cctxt = self.cell(connection=self.url('cell.db'))
-        self.assertTrue(cellhealth.CellHealth()._probe(cctxt))
+        # Raises for a cell that does not answer.
+        cellhealth.CellHealth()._probe(cctxt)
 
     def test_the_database_novas_list_reads(self):
         # Nova's list query of a cell reads the replica slave_connection
@@ -66,7 +67,7 @@ class TestProbe(base.TestCase):
                               sqlite3.OperationalError)
         cctxt = self.cell(connection=gone,
                           slave_connection=self.url('replica.db'))
-        self.assertTrue(cellhealth.CellHealth()._probe(cctxt))
+        cellhealth.CellHealth()._probe(cctxt)
 
 
 class _Context(object):
