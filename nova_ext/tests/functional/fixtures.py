@@ -205,8 +205,8 @@ class IndexFixture(fixtures.Fixture):
         self.connection = connection
 
     def _setUp(self):
-        synced = self.connection is None
-        if synced:
+        copied = self.connection is None
+        if copied:
             tmp = self.useFixture(fixtures.TempDir()).path
             path = os.path.join(tmp, 'nova_ext_index.sqlite')
             self.connection = 'sqlite:///%s' % path
@@ -220,7 +220,7 @@ class IndexFixture(fixtures.Fixture):
         self.addCleanup(detail_bodies.reset)
         # Runs before index_db.reset: the worker uses the engine.
         self.addCleanup(index_process.reset)
-        if not synced:
+        if not copied:
             index_migration.db_sync(CONF)
 
     @property
