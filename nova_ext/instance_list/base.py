@@ -136,10 +136,14 @@ class Page(list):
     the rows are exactly, as the driver's :meth:`RowsDriver.volumes` takes
     it; None where the rows may be of a later state than any value read.
 
-    ``memo``: where the rows are copies of rows the driver keeps, and
-    hands out again for as long as they are unchanged, a dict kept with
-    them, in which the renderer keeps what it worked out from exactly
-    those rows; None where they are not kept.
+    ``memo``: where the rows are rows the driver keeps, and hands out
+    again for as long as they are unchanged, a dict kept with them, in
+    which the renderer keeps what it worked out from exactly those rows;
+    None where they are not kept.
+
+    The rows are read, never changed: those the driver keeps are handed
+    to every request that lists them, so that a page costs no copy of
+    its rows.
     """
 
     generation = None

@@ -237,7 +237,7 @@ class IndexDriver(base.RowsDriver):
             if kept is not None:
                 if marker is not None:
                     check_marker_mapped(ctx, marker)
-                records = base.Page(dict(row) for row in kept)
+                records = base.Page(kept)
                 records.memo = kept.memo
                 # Kept or brought: the index's rows at that generation. A
                 # page listed anew may have read a later state than ``now``.

@@ -31,8 +31,9 @@ generation is read), the marker's instance mapping, and the cells of the
 deleted servers a page shows (``CatchUp.check_archived``).
 
 Only the narrowed rows of a rendered page are kept (``render.narrow``):
-flat dicts of a few columns, copied in and out by the driver, with a
-memo of what the renderer worked out from them (``base.Page.memo``); and
+flat dicts of a few columns, copied in by the driver and handed out as
+they are (``base.Page``), with a memo of what the renderer worked out
+from them (``base.Page.memo``); and
 the volumes of a rendered page (``index_reads``), read from the index
 too.
 """

@@ -161,11 +161,11 @@ def instances(driver, context, listing, records, full=True):
     system = (driver.metadata(context, uuids, system=True)
               if full and 'system_metadata' in (
                   listing.kwargs.get('expected_attrs') or []) else {})
-    for record in page:
-        record['metadata'] = metadata.get(record['uuid'], [])
-        record['system_metadata'] = system.get(record['uuid'], [])
     flavors = {}
-    return [rows.IndexedInstance(record, flavors) for record in page]
+    return [rows.IndexedInstance(record, flavors,
+                                 metadata.get(record['uuid'], []),
+                                 system.get(record['uuid'], []))
+            for record in page]
 
 
 def render(driver, view_builder, listing, page, volumes=None):

@@ -158,14 +158,25 @@ class IndexedInstance(object):
 
     __slots__ = ('_raw', '_flavors', 'cell_id', '__dict__')
 
-    def __init__(self, row, flavors=None):
+    def __init__(self, row, flavors=None, metadata=None,
+                 system_metadata=None):
         """Read ``row``, an index record of Nova's instance query.
+
+        ``row`` is read, never changed: a driver may hand out the rows it
+        keeps (``base.Page``).
 
         :param flavors: a dict shared by the rows of one page, in which
             equal stored flavors are deserialised once.
+        :param metadata: the instance's metadata rows, as Nova's manual
+            join gives them; None: the row's own ``metadata``. As
+            ``system_metadata`` for the system metadata.
         """
         values = self.__dict__
         values.update(row)
+        if metadata is not None:
+            values['metadata'] = metadata
+        if system_metadata is not None:
+            values['system_metadata'] = system_metadata
         values['deleted'] = _deleted(row)
         values['id'] = ids.source_id(row['id'])
         # Coerced when first read: a page served from the render cache
@@ -173,8 +184,8 @@ class IndexedInstance(object):
         self._raw = {name: values.pop(name) for name in _COERCED
                      if name in values}
         _check_refusable(row['uuid'], self._raw)
-        values['metadata'] = utils.instance_meta(row)
-        values['system_metadata'] = utils.instance_sys_meta(row)
+        values['metadata'] = utils.instance_meta(values)
+        values['system_metadata'] = utils.instance_sys_meta(values)
         values.setdefault('fault', None)
         self.cell_id = ids.cell_id(row['id'])
         self._flavors = {} if flavors is None else flavors

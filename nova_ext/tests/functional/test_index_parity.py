@@ -792,17 +792,23 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertEqual(hits + 1, bodies.hits)
 
     def test_pages_come_from_the_page_cache(self):
-        pages = page_cache.cache(ext_conf.CONF)
         for uri in ('servers/detail?all_tenants=1',
                     'servers?all_tenants=1&limit=2&sort_key=display_name',
                     'servers/detail?all_tenants=1&deleted=true'):
+            # The page is kept as this first request lists it.
+            page_cache.reset()
+            pages = page_cache.cache(ext_conf.CONF)
             self._get(self.admin_api, uri)
+            rows = self._kept_rows(pages)
             hits, narrowed = pages.hits, nova_orm.narrowed_queries
             self.assertSameAnswer(self.admin_api, uri, served=True)
             # nova_ext's answers were the page listed by the first request,
             # not queried again, and Nova's.
             self.assertEqual(narrowed, nova_orm.narrowed_queries, uri)
             self.assertGreater(pages.hits, hits, uri)
+            # Handed out as they are, the kept rows were read by the
+            # renderer, not changed.
+            self.assertEqual(rows, self._kept_rows(pages), uri)
         # A change to a listed row, from the API: the next page is brought
         # up to date (the changed row read again), and shows it.
         renamed = self.servers['active1']['id']
@@ -823,6 +829,13 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
         self.assertSameAnswer(self.admin_api, uri, served=True)
         self.assertEqual(narrowed, nova_orm.narrowed_queries)
         self.assertGreater(pages.hits, hits)
+
+    @staticmethod
+    def _kept_rows(pages):
+        """A copy of the rows of every page ``pages`` keeps, by key."""
+        return {key: [dict(row) for row in value]
+                for key, (_, value) in pages._values.items()
+                if isinstance(value, page_cache.Rows)}
 
     def test_a_page_rendered_again_keeps_the_page_cache(self):
         # The renamed server's document is rendered again, after the page

@@ -161,6 +161,21 @@ class TestIndexedInstance(base.TestCase):
         self.assertRaises(AttributeError, getattr, indexed, 'launched_at')
         self.assertEqual('srv', indexed['display_name'])
 
+    def test_the_metadata_of_a_join_and_the_row_unchanged(self):
+        # The metadata of Nova's manual join is given beside the row, which
+        # may be one a driver keeps for other requests.
+        indexed = dict(self.row, id=ids.index_id(5, 3))
+        del indexed['metadata'], indexed['system_metadata']
+        before = dict(indexed)
+        instance = rows.IndexedInstance(
+            indexed, None,
+            [{'key': 'k', 'value': 'w', 'deleted': False}],
+            [{'key': 'image_os', 'value': 'y', 'deleted': False}])
+        self.assertEqual({'k': 'w'}, instance.metadata)
+        self.assertEqual({'image_os': 'y'}, instance.system_metadata)
+        self.assertEqual(5, instance.id)
+        self.assertEqual(before, indexed)
+
     def test_missing_parts(self):
         self.row['extra'] = {'flavor': None, 'trusted_certs': None}
         self.row['info_cache'] = None
