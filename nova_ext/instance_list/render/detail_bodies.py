@@ -97,10 +97,16 @@ reset = _CACHE.reset
 class PageBody(object):
     """One detailed page's kept body, looked for and kept.
 
+    Looked for by the page's rows alone: no instance is made of a row but
+    the first on each host and zone (their host statuses and zones are
+    Nova's answers for those), so that a page answered by its kept body
+    costs no instance per server.
+
     :param bodies: :func:`cache`'s.
     :param builder: the view builder that renders the page.
     :param listing: the request's ``controller.Listing``.
-    :param page: the page's instances, each with its ``render_version``.
+    :param listed: the page's rows, without duplicates, in its order.
+    :param versions: ``{uuid: render version}`` of the page's rows.
     :param render: the request's ``view.PageRender``.
     :param volumes: the request's ``fastpath.PageVolumes``.
     :param groups: the page's security groups (``security_groups.start``);
@@ -108,21 +114,23 @@ class PageBody(object):
     :param specs: a function of a context and uuids, the request specs
         Nova's view reads for them, the same for the view within
         ``request_specs.given``.
-    :param services: a function of instances, giving those that lack them
-        their host's services (as the page's render does).
+    :param statuses: a function of the page's rows, ``{uuid:
+        host_status}`` as Nova's view gets them
+        (``fastpath.host_statuses``).
     """
 
-    def __init__(self, bodies, builder, listing, page, render, volumes,
-                 groups, specs, services):
+    def __init__(self, bodies, builder, listing, listed, versions, render,
+                 volumes, groups, specs, statuses):
         self._bodies = bodies
         self._builder = builder
         self._listing = listing
-        self._page = page
+        self._listed = listed
+        self._versions = versions
         self._render = render
         self._volumes = volumes
         self._groups = groups
         self._specs = specs
-        self._services = services
+        self._statuses = statuses
         self._key = None
         self._expected = None
 
@@ -196,36 +204,36 @@ class PageBody(object):
 
     def _read(self):
         """The key of the page's reads, or None if it keeps no body."""
-        page, listing = self._page, self._listing
-        if self._groups is None or not page:
+        listed, listing, versions = self._listed, self._listing, self._versions
+        if self._groups is None or not listed:
             return None
         request = listing.request
         context = request.environ['nova.context']
-        uuids = [instance.uuid for instance in page]
-        for instance in page:
-            if (instance.render_version is None or
-                    rows.unset(instance, 'updated_at') or
-                    instance.get(narrow.SPEC) is None):
+        uuids = [row['uuid'] for row in listed]
+        for row in listed:
+            # As the page's instances would be made (fastpath.instances);
+            # ``updated_at`` unset is None in the row.
+            rows.check_refusable(row['uuid'], row)
+            if (versions.get(row['uuid']) is None or
+                    row.get('updated_at') is None or
+                    row.get(narrow.SPEC) is None):
                 return None
         flags = server_views.detail_decisions(self._builder, request)
         unknown_only = flags[2]
         statuses = {}
         if unknown_only is not None:
-            # Read for the page as its render reads them, where the list
-            # joins them (fastpath._shows_host_status), once for both.
+            # Read as the page's render reads them, where the list joins
+            # them (fastpath._shows_host_status).
             if 'services' not in (listing.kwargs.get('expected_attrs') or []):
                 return None
-            self._services(page)
-            statuses = (self._builder.compute_api
-                        .get_instances_host_statuses(
-                            [i for i in page if 'host' in i]))
+            statuses = self._statuses(listed)
         groups = self._groups.page()
         shown = self._shown_specs(request, context, uuids)
         volumes = self._volumes(context, uuids)
         zones = self._render.zones
         expected, reads = [], []
-        for instance in page:
-            uuid = instance.uuid
+        for row in listed:
+            uuid = row['uuid']
             status = statuses.get(uuid)
             if (status is not None and unknown_only and
                     status != fields.HostStatus.UNKNOWN):
@@ -236,8 +244,8 @@ class PageBody(object):
             # the digest tells them; and the text holds no object of the
             # request (groups, hints) for as long as it is kept.
             reads.append(repr((
-                uuid, instance.render_version, instance.get(narrow.SPEC),
-                render_cache.zone(context, instance, zones),
+                uuid, versions[uuid], row.get(narrow.SPEC),
+                render_cache.zone(context, row, zones),
                 render_cache.shown_volumes(volumes, uuid),
                 shown(uuid), status, found)))
         self._expected = expected

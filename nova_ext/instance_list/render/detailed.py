@@ -40,37 +40,41 @@ def render_cached(driver, listing, records, cache, bodies=None,
         are all kept in ``cache`` once rendered is kept.
     :param groups: the page's security groups (``security_groups.start``).
     """
-    context = listing.context
-    page = fastpath.instances(driver, context, listing, records, full=False)
-    if all(narrow.VERSION in instance for instance in page):
+    listed = fastpath.distinct(records)
+    uuids = [row['uuid'] for row in listed]
+    if all(narrow.VERSION in row for row in listed):
         # Read by the page's query (narrow.narrowed).
-        versions = {i.uuid: i.get(narrow.VERSION) for i in page}
+        versions = {row['uuid']: row[narrow.VERSION] for row in listed}
     else:
-        versions = driver.versions([i.uuid for i in page])
-    for instance in page:
-        instance.full = False
-        instance.render_version = versions.get(instance.uuid)
+        versions = driver.versions(uuids)
+
+    # The services read for the page's host statuses, given to its
+    # instances: each cell's are read once for the request.
+    services = {}
+    made = functools.partial(_instances, driver, listing, versions, services)
     builder = view.builder()
     volumes = fastpath.PageVolumes(driver,
                                    getattr(records, 'generation', None))
     # Nova's view reads the page's specs once: a second pass, or some
     # servers rendered alone, show the specs the page was given.
     with fastpath.page_render(cache, listing) as render, \
-            request_specs.given(), \
-            request_specs.of_page([i.uuid for i in page]):
+            request_specs.given(), request_specs.of_page(uuids):
         kept = None
         if bodies is not None:
             kept = detail_bodies.PageBody(
-                bodies, builder, listing, page, render, volumes, groups,
-                functools.partial(fastpath.page_specs, driver, page),
-                functools.partial(fastpath.fill_services, driver, listing))
+                bodies, builder, listing, listed, versions, render, volumes,
+                groups, functools.partial(fastpath.page_specs, driver, listed),
+                functools.partial(fastpath.host_statuses, driver, builder,
+                                  listing, known=services))
             body = kept.kept()
             if body is None:
                 body = kept.patched(functools.partial(
-                    _render_rows, driver, builder, listing, page, render,
-                    volumes, groups))
+                    _render_rows, driver, builder, listing,
+                    lambda positions: made([listed[n] for n in positions]),
+                    render, volumes, groups))
             if body is not None:
                 return body
+        page = made(listed)
         body = fastpath.render_or_hand(driver, builder, listing, page,
                                        volumes=volumes)
         if render.missed:
@@ -81,9 +85,27 @@ def render_cached(driver, listing, records, cache, bodies=None,
         return body if kept is None else kept.keep(body)
 
 
-def _render_rows(driver, builder, listing, page, render, volumes, groups,
+def _instances(driver, listing, versions, services, some):
+    """Instances of ``some`` of the page's rows, to render them.
+
+    Made only where the page is rendered: its kept body is found by its
+    rows alone. Each with its ``render_version`` and the services read
+    for the page's host statuses (``fastpath.give_services``).
+    """
+    instances = fastpath.instances(driver, listing.context, listing, some,
+                                   full=False)
+    for instance in instances:
+        instance.full = False
+        instance.render_version = versions.get(instance.uuid)
+    fastpath.give_services(instances, services)
+    return instances
+
+
+def _render_rows(driver, builder, listing, made, render, volumes, groups,
                  positions):
-    """``(body, flags)`` of the servers at ``positions`` of ``page`` alone.
+    """``(body, flags)`` of the servers at ``positions`` of the page alone.
+
+    ``made(positions)`` gives their instances.
 
     Rendered by Nova's view as the whole page would render them, from
     what the page read (``detail_bodies.PageBody.patched``): its zones,
@@ -91,7 +113,7 @@ def _render_rows(driver, builder, listing, page, render, volumes, groups,
     ``request_specs.of_page``) and security groups. The flags are those
     the view passed to ``show``.
     """
-    rows = [page[n] for n in positions]
+    rows = made(positions)
     uuids = [instance.uuid for instance in rows]
     environ = listing.request.environ
     environ[view.RENDER] = part = render.part()

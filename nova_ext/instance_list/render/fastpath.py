@@ -205,8 +205,50 @@ def fill_services(driver, listing, page):
                              lambda inst: inst.cell_id)
 
 
+def host_statuses(driver, view_builder, listing, listed, known=None):
+    """``{uuid: host_status}`` of a page's rows, as Nova's view gets them.
+
+    Nova decides once per host (``server_views.host_statuses``): only the
+    first row on each host is made an instance, with its services.
+
+    :param listed: the page's rows, without duplicates.
+    :param known: a dict in which the services read are kept, by the key
+        the driver fills them by (:func:`give_services`).
+    """
+    firsts = {}
+    for row in listed:
+        if 'host' in row:
+            firsts.setdefault(row['host'], row)
+    made = {host: rows.IndexedInstance(row, None, [], [])
+            for host, row in firsts.items()}
+    fill_services(driver, listing, list(made.values()))
+    if known is not None:
+        known.update(((inst.cell_id, inst.host), inst.services)
+                     for inst in made.values()
+                     if inst.host and not inst.deleted)
+    statuses = server_views.host_statuses(view_builder, made)
+    return {row['uuid']: statuses[row['host']] for row in listed
+            if 'host' in row}
+
+
+def give_services(page, known):
+    """Give the page's instances the services :func:`host_statuses` read.
+
+    Those of a live instance's host in its cell, as the driver fills them
+    (``RowsDriver.fill_services``); the others are left for it to fill.
+    """
+    for instance in page:
+        if instance.host and not instance.deleted:
+            found = known.get((instance.cell_id, instance.host))
+            if found is not None:
+                instance.services = found
+
+
 def page_specs(driver, page, context, uuids):
-    """The specs Nova's view reads for ``uuids`` of ``page``."""
+    """The specs Nova's view reads for ``uuids`` of ``page``.
+
+    :param page: its instances, or its rows.
+    """
     with request_specs.digests_from(_spec_digests(driver, page)):
         return request_specs.get_by_instance_uuids(context, uuids)
 
@@ -218,7 +260,7 @@ def _spec_digests(driver, page):
     which is asked only if the view reads the specs (from 2.96). None for
     a row whose digest the driver's store does not hold.
     """
-    found = {i.uuid: i.get(narrow.SPEC) for i in page if narrow.SPEC in i}
+    found = {i['uuid']: i.get(narrow.SPEC) for i in page if narrow.SPEC in i}
 
     def lookup(uuids):
         missing = [uuid for uuid in uuids if uuid not in found]

@@ -124,11 +124,17 @@ def shown_volumes(bdms, uuid):
 
 
 def zone(context, instance, zones):
-    """Nova's availability zone of ``instance``, once per page per input."""
+    """Nova's availability zone of ``instance``, once per page per input.
+
+    :param instance: an Instance, or an index row (a dict), which Nova's
+        lookup is given as an ``IndexedInstance``.
+    """
     # All Nova's lookup reads of the instance.
     read = (instance.get('host'), instance.get('availability_zone'))
     zone = zones.get(read, zones)
     if zone is zones:
+        if isinstance(instance, dict):
+            instance = rows.IndexedInstance(instance, None, [], [])
         zone = zones[read] = (
             availability_zones.get_instance_availability_zone(
                 context, instance))

@@ -75,10 +75,15 @@ def _coerce(name, value):
     return objects.Instance.fields[name].coerce(None, name, value)
 
 
-def _check_refusable(uuid, raw):
+def check_refusable(uuid, values):
+    """Raise Unservable if an Instance refuses a stored value of ``values``.
+
+    Of the :data:`REFUSABLE` columns: as making an :class:`IndexedInstance`
+    of the row does.
+    """
     global _TAKEN
     for name in REFUSABLE:
-        value = raw.get(name)
+        value = values.get(name)
         if value is None or (name, value) in _TAKEN:
             continue
         loaded(uuid, name, _coerce, name, value)
@@ -183,7 +188,7 @@ class IndexedInstance(object):
         # reads few of them. A column the row was read without stays absent.
         self._raw = {name: values.pop(name) for name in _COERCED
                      if name in values}
-        _check_refusable(row['uuid'], self._raw)
+        check_refusable(row['uuid'], self._raw)
         values['metadata'] = utils.instance_meta(values)
         values['system_metadata'] = utils.instance_sys_meta(values)
         values.setdefault('fault', None)

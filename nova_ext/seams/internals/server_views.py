@@ -23,7 +23,9 @@ groups come from (in ``_add_security_grps``, also a copy but for that
 call). :class:`ViewBuilder` overrides those and asks its own public
 methods, which a subclass changes. What nova_ext relies on of Nova's view
 of a list without details is :data:`LIST_SHOWS_NO_SPECS`; of its
-``detail``, the decisions it makes by policy (:func:`detail_decisions`).
+``detail``, the decisions it makes by policy (:func:`detail_decisions`)
+and how it decides each server's ``host_status``
+(:func:`host_statuses`).
 
 The contract test is
 ``nova_ext.tests.unit.seams.test_internals_server_views``.
@@ -208,6 +210,26 @@ def detail_decisions(view_builder, request):
     if api_version_request.is_supported(request, '2.16'):
         unknown_only = view_builder._get_host_status_unknown_only(context)
     return show_extra_specs, show_extended_attr, unknown_only
+
+
+def host_statuses(view_builder, firsts):
+    """The ``host_status`` of a page's servers, by their host.
+
+    Nova's view has ``compute.API.get_instances_host_statuses`` decide
+    each server's, which decides once per host name: by the services of
+    the first of the page's servers on that host, and ``NONE`` for a
+    server on none. So every server of a page gets the status that the
+    first server on its host gets; the others need not be asked about.
+
+    :param firsts: ``{host: the first of the page's servers on it}``,
+        each an Instance with its services; a falsy host (None, '') too.
+    :returns: ``{host: status}``.
+    :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
+    """
+    _check()
+    found = view_builder.compute_api.get_instances_host_statuses(
+        list(firsts.values()))
+    return {host: found[instance.uuid] for host, instance in firsts.items()}
 
 
 def project_id_in_url(view_builder, request):

@@ -23,6 +23,7 @@ from unittest import mock
 import fixtures
 from nova.api.openstack.compute.views import servers as views_servers
 from nova.compute import api as compute_api
+from nova.objects import fields
 
 from nova_ext import exception
 from nova_ext.seams.internals import server_views
@@ -201,6 +202,33 @@ class TestCalledMethods(_ViewTestCase):
         added.assert_called_once_with(['s'], ['i'], unknown_only=True)
 
 
+class TestHostStatuses(_ViewTestCase):
+    """Nova decides a server's host status by the first on its host."""
+
+    def _instance(self, uuid, host, **service):
+        service = dict({'forced_down': False, 'disabled': False}, **service)
+        services = [mock.Mock(binary='nova-compute', **service)]
+        return mock.Mock(uuid=uuid, host=host, services=services)
+
+    def test_by_the_first_server_on_each_host(self):
+        builder = server_views.ViewBuilder()
+        page = [self._instance('a', 'h1', forced_down=True),
+                self._instance('b', 'h1', disabled=True),
+                self._instance('c', None, forced_down=True),
+                self._instance('d', 'h2', disabled=True),
+                self._instance('e', '', disabled=True)]
+        nova = builder.compute_api.get_instances_host_statuses(page)
+        # Nova's own answer for the whole page: b gets a's.
+        none = fields.HostStatus.NONE
+        self.assertEqual({'a': 'DOWN', 'b': 'DOWN', 'c': none,
+                          'd': 'MAINTENANCE', 'e': none}, nova)
+        firsts = {}
+        for instance in page:
+            firsts.setdefault(instance.host, instance)
+        ours = server_views.host_statuses(builder, firsts)
+        self.assertEqual(nova, {i.uuid: ours[i.host] for i in page})
+
+
 class TestVersionGate(_ViewTestCase):
 
     def test_refuses_on_an_untested_nova(self):
@@ -213,6 +241,8 @@ class TestVersionGate(_ViewTestCase):
                           None)
         self.assertRaises(exception.UnsupportedNovaVersion,
                           server_views.project_id_in_url, builder, None)
+        self.assertRaises(exception.UnsupportedNovaVersion,
+                          server_views.host_statuses, builder, {})
         self.assertEqual([], builder.method_calls)
 
     def test_the_installed_nova_is_tested(self):

@@ -12,6 +12,7 @@
 """Written detailed bodies, kept under what Nova's view reads."""
 
 import datetime
+import functools
 
 import fixtures
 from nova.api.openstack import api_version_request
@@ -20,6 +21,7 @@ from nova.compute import api as compute_api
 from nova import context as nova_context
 from oslo_serialization import jsonutils
 
+from nova_ext.instance_list import base as base_list
 from nova_ext.instance_list.render import controller
 from nova_ext.instance_list.render import detail_bodies
 from nova_ext.instance_list.render import encode
@@ -27,7 +29,6 @@ from nova_ext.instance_list.render import fastpath
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import render_cache
 from nova_ext.instance_list.render import request_specs
-from nova_ext.instance_list.render import rows
 from nova_ext.instance_list.render import security_groups
 from nova_ext.instance_list.render import view
 from nova_ext.tests.unit import base
@@ -76,16 +77,28 @@ class TestPageBody(base.TestCase):
                       UUIDS[1]: (None, None)}
         self.asked = []
         # The list joins the services (host_status shown): the page's
-        # instances read for theirs.
+        # first instance on each host read for theirs.
         self.expected = ['services']
         self.filled = []
+        #: The rows whose host statuses were asked for.
+        self.statuses_of = []
+
+    def fill_services(self, ctx, instances, cell_of):
+        # As the driver's, for fastpath.host_statuses.
+        self.filled.extend(instances)
+        for instance in instances:
+            instance.services = []
+
+    def _statuses(self, listing, listed):
+        self.statuses_of.append([row['uuid'] for row in listed])
+        return fastpath.host_statuses(self, self.builder, listing, listed)
 
     def _specs(self, context, uuids):
         self.asked.append(uuids)
         return [request_specs.Spec(uuid, *self.specs[uuid])
                 for uuid in uuids]
 
-    def _instance(self, uuid, version=1.5, spec='d' * 20, **values):
+    def _row(self, uuid, spec='d' * 20, **values):
         # Not on a host: its zone is the row's, its host status NONE.
         row = {'uuid': uuid, 'id': 7, 'deleted': 0, 'host': None,
                'availability_zone': 'az1', 'access_ip_v4': None,
@@ -93,12 +106,9 @@ class TestPageBody(base.TestCase):
                'created_at': datetime.datetime(2026, 1, 1),
                'updated_at': datetime.datetime(2026, 1, 2),
                'deleted_at': None, 'launched_at': None,
-               'terminated_at': None, 'metadata': [],
-               'system_metadata': [], 'services': [], narrow.SPEC: spec}
+               'terminated_at': None, narrow.SPEC: spec}
         row.update(values)
-        instance = rows.IndexedInstance(row)
-        instance.render_version = version
-        return instance
+        return row
 
     def _page_body(self, groups=True):
         """The PageBody of the page; ``groups``: a lookup, else kept."""
@@ -106,8 +116,11 @@ class TestPageBody(base.TestCase):
         request.api_version_request = api_version_request.APIVersionRequest(
             self.version)
         request.environ['nova.context'] = self.context
-        page = [self._instance(uuid, **self.rows[uuid])
-                for uuid in self.order]
+        listed, versions = [], {}
+        for uuid in self.order:
+            values = dict(self.rows[uuid])
+            versions[uuid] = values.pop('version', 1.5)
+            listed.append(self._row(uuid, **values))
         lookup = groups
         if groups is True:
             lookup = security_groups.Kept(self.context, self.order,
@@ -116,9 +129,9 @@ class TestPageBody(base.TestCase):
         listing = controller.Listing(request, True, self.context,
                                      {'expected_attrs': self.expected})
         return detail_bodies.PageBody(
-            self.bodies, self.builder, listing, page, self.render,
-            fastpath.PageVolumes(_Volumes(self.found)), lookup, self._specs,
-            self.filled.extend)
+            self.bodies, self.builder, listing, listed, versions,
+            self.render, fastpath.PageVolumes(_Volumes(self.found)), lookup,
+            self._specs, functools.partial(self._statuses, listing))
 
     def _body(self, page_body, **changed):
         """The body Nova's view makes of the page, its documents kept."""
@@ -225,22 +238,31 @@ class TestPageBody(base.TestCase):
 
     def test_services_read_where_the_list_joins_them(self):
         self.assertIsNotNone(self._page_body().kept() or self._kept())
-        self.assertEqual(list(UUIDS), [i.uuid for i in self.filled[-2:]])
+        self.assertEqual(list(UUIDS), self.statuses_of[-1])
+        # Both on no host: the first alone was made and given services.
+        self.assertEqual([UUIDS[0]], [i.uuid for i in self.filled[-1:]])
+        self.assertEqual(1, len(self.filled) / len(self.statuses_of))
         # No host_status shown: none read.
         self.decisions = (True, True, None)
-        self.filled = []
+        self.statuses_of, self.filled = [], []
         page_body = self._page_body()
         self.assertIsNone(page_body.kept())
         body = self._body(page_body)
         for server in body['servers']:
             del server['host_status']
         self.assertIs(encode.Written, type(page_body.keep(body)))
-        self.assertEqual([], self.filled)
+        self.assertEqual(([], []), (self.statuses_of, self.filled))
         # Shown, but the list did not join them: no body.
         self.decisions = (True, True, False)
         self.expected = []
         self.assertIsNone(self._kept())
-        self.assertEqual([], self.filled)
+        self.assertEqual([], self.statuses_of)
+
+    def test_a_refused_stored_value_hands_the_page_to_nova(self):
+        # As making the page's instances would: Nova's list fails on it.
+        self.assertIsNotNone(self._kept())
+        self.rows[UUIDS[1]] = {'access_ip_v4': 'not an address'}
+        self.assertRaises(base_list.Unservable, self._page_body().kept)
 
     def test_host_status_unknown_only(self):
         # Policy showing only UNKNOWN: the documents show no NONE status.
