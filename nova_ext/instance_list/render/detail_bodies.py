@@ -94,6 +94,34 @@ cache = _CACHE.of
 reset = _CACHE.reset
 
 
+#: Where the memo of kept rows keeps their part of a page's key.
+_MEMO = 'detail_bodies.rows'
+
+
+def _rows_part(listed, versions):
+    """``(uuids, each row's part of its text)``, or None if none is kept.
+
+    A row's part is its uuid, version and spec digest, written as the
+    repr of its reads writes them. None where a row's document is never
+    kept (no version, ``updated_at`` or spec digest).
+
+    :raises Unservable: a row holds a stored value Nova's Instance
+        refuses, as making the page's instances would
+        (``fastpath.instances``).
+    """
+    texts = []
+    for row in listed:
+        uuid = row['uuid']
+        rows.check_refusable(uuid, row)
+        version = versions.get(uuid)
+        spec = row.get(narrow.SPEC)
+        # ``updated_at`` unset is None in the row.
+        if version is None or row.get('updated_at') is None or spec is None:
+            return None
+        texts.append('%r, %r, %r' % (uuid, version, spec))
+    return [row['uuid'] for row in listed], texts
+
+
 class PageBody(object):
     """One detailed page's kept body, looked for and kept.
 
@@ -117,10 +145,13 @@ class PageBody(object):
     :param statuses: a function of the page's rows, ``{uuid:
         host_status}`` as Nova's view gets them
         (``fastpath.host_statuses``).
+    :param memo: the memo of rows the driver keeps (``base.Page.memo``),
+        their versions read with them: the rows' part of the key is
+        worked out once for them. None: for this request alone.
     """
 
     def __init__(self, bodies, builder, listing, listed, versions, render,
-                 volumes, groups, specs, statuses):
+                 volumes, groups, specs, statuses, memo=None):
         self._bodies = bodies
         self._builder = builder
         self._listing = listing
@@ -131,6 +162,7 @@ class PageBody(object):
         self._groups = groups
         self._specs = specs
         self._statuses = statuses
+        self._memo = memo
         self._key = None
         self._expected = None
 
@@ -209,15 +241,15 @@ class PageBody(object):
             return None
         request = listing.request
         context = request.environ['nova.context']
-        uuids = [row['uuid'] for row in listed]
-        for row in listed:
-            # As the page's instances would be made (fastpath.instances);
-            # ``updated_at`` unset is None in the row.
-            rows.check_refusable(row['uuid'], row)
-            if (versions.get(row['uuid']) is None or
-                    row.get('updated_at') is None or
-                    row.get(narrow.SPEC) is None):
-                return None
+        if self._memo is None:
+            part = _rows_part(listed, versions)
+        else:
+            if _MEMO not in self._memo:
+                self._memo[_MEMO] = _rows_part(listed, versions)
+            part = self._memo[_MEMO]
+        if part is None:
+            return None
+        uuids, texts = part
         flags = server_views.detail_decisions(self._builder, request)
         unknown_only = flags[2]
         statuses = {}
@@ -232,7 +264,7 @@ class PageBody(object):
         volumes = self._volumes(context, uuids)
         zones = self._render.zones
         expected, reads = [], []
-        for row in listed:
+        for row, text in zip(listed, texts):
             uuid = row['uuid']
             status = statuses.get(uuid)
             if (status is not None and unknown_only and
@@ -242,12 +274,12 @@ class PageBody(object):
             expected.append((uuid, status, found))
             # As text: what two reads write alike is the same read, as
             # the digest tells them; and the text holds no object of the
-            # request (groups, hints) for as long as it is kept.
-            reads.append(repr((
-                uuid, versions[uuid], row.get(narrow.SPEC),
-                render_cache.zone(context, row, zones),
+            # request (groups, hints) for as long as it is kept. Each
+            # server's is the repr of the tuple of its reads.
+            reads.append('(%s, %r, %r, %r, %r, %r)' % (
+                text, render_cache.zone(context, row, zones),
                 render_cache.shown_volumes(volumes, uuid),
-                shown(uuid), status, found)))
+                shown(uuid), status, found))
         self._expected = expected
         digest = hashlib.blake2b(('[%s]' % ', '.join(reads)).encode('utf-8'),
                                  digest_size=16).digest()

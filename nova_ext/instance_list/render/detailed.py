@@ -42,11 +42,15 @@ def render_cached(driver, listing, records, cache, bodies=None,
     """
     listed = fastpath.distinct(records)
     uuids = [row['uuid'] for row in listed]
+    # Rows the driver keeps: the rows' part of the kept body's key is
+    # worked out once for them, where their versions are read with them.
+    memo = getattr(records, 'memo', None)
     if all(narrow.VERSION in row for row in listed):
         # Read by the page's query (narrow.narrowed).
         versions = {row['uuid']: row[narrow.VERSION] for row in listed}
     else:
         versions = driver.versions(uuids)
+        memo = None
 
     # The services read for the page's host statuses, given to its
     # instances: each cell's are read once for the request.
@@ -65,7 +69,7 @@ def render_cached(driver, listing, records, cache, bodies=None,
                 bodies, builder, listing, listed, versions, render, volumes,
                 groups, functools.partial(fastpath.page_specs, driver, listed),
                 functools.partial(fastpath.host_statuses, driver, builder,
-                                  listing, known=services))
+                                  listing, known=services), memo=memo)
             body = kept.kept()
             if body is None:
                 body = kept.patched(functools.partial(

@@ -82,6 +82,9 @@ class TestPageBody(base.TestCase):
         self.filled = []
         #: The rows whose host statuses were asked for.
         self.statuses_of = []
+        #: The memo of the page's rows, as the driver keeps them; None:
+        #: rows it does not keep.
+        self.memo = None
 
     def fill_services(self, ctx, instances, cell_of):
         # As the driver's, for fastpath.host_statuses.
@@ -131,7 +134,8 @@ class TestPageBody(base.TestCase):
         return detail_bodies.PageBody(
             self.bodies, self.builder, listing, listed, versions,
             self.render, fastpath.PageVolumes(_Volumes(self.found)), lookup,
-            self._specs, functools.partial(self._statuses, listing))
+            self._specs, functools.partial(self._statuses, listing),
+            memo=self.memo)
 
     def _body(self, page_body, **changed):
         """The body Nova's view makes of the page, its documents kept."""
@@ -257,6 +261,31 @@ class TestPageBody(base.TestCase):
         self.expected = []
         self.assertIsNone(self._kept())
         self.assertEqual([], self.statuses_of)
+
+    def test_the_rows_part_worked_out_once_for_kept_rows(self):
+        written = self._kept()
+        self.assertIsNotNone(written)
+        self.memo = {}
+        # The same text: the body kept without a memo is found with one.
+        self.assertIs(written, self._page_body().kept())
+        self.assertEqual(1, len(self.memo))
+        # The memo is the rows': a row read otherwise with the same memo
+        # is not looked at again (the driver keeps new rows with a new
+        # memo), the request's part is.
+        self.rows[UUIDS[1]] = {'version': 2.5}
+        self.assertIs(written, self._page_body().kept())
+        self.groups[UUIDS[1]] = [{'name': 'web'}]
+        self.assertIsNone(self._page_body().kept())
+        self.groups[UUIDS[1]] = []
+        self.memo = {}
+        self.assertIsNone(self._page_body().kept())
+        # Rows that keep no body are worked out once too.
+        self.memo = {}
+        self.rows[UUIDS[1]] = {'spec': None}
+        self.assertIsNone(self._page_body().kept())
+        self.rows[UUIDS[1]] = {}
+        self.assertIsNone(self._page_body().kept())
+        self.assertEqual({'detail_bodies.rows': None}, self.memo)
 
     def test_a_refused_stored_value_hands_the_page_to_nova(self):
         # As making the page's instances would: Nova's list fails on it.
