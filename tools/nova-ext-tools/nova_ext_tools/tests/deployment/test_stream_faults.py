@@ -58,7 +58,7 @@ from nova_ext_tools.tests.deployment import test_stream
 #: heartbeat (2 s), and two readings of the holders by each nova-api
 #: worker (0.5 s each); lists are Nova's until then. Twice that: the
 #: heartbeats' threads wait for a core where the other test jobs share
-#: the machine (three had not vouched after 4 s in such a run).
+#: the machine.
 VOUCHED = 8
 
 
