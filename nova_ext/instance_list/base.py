@@ -150,6 +150,19 @@ class Page(list):
     memo = None
 
 
+def joined_services(instance, cell_of):
+    """Whose services Nova's list joins to ``instance``, or None.
+
+    ``(its cell mapping id, its host)``; None for a deleted instance or
+    one on no host, to which Nova joins none.
+
+    :param cell_of: a function of an instance, its cell mapping id.
+    """
+    if instance.host and not instance.deleted:
+        return cell_of(instance), instance.host
+    return None
+
+
 class RowsDriver(InstanceListDriver):
     """A driver whose pages nova_ext can render itself (``fast_render``).
 

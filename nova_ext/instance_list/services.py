@@ -198,8 +198,7 @@ class Services(object):
 
         :param cell_of: a function of an instance, its cell mapping id.
         """
-        keys = [(cell_of(inst), inst.host) if inst.host and not inst.deleted
-                else None for inst in instances]
+        keys = [base.joined_services(inst, cell_of) for inst in instances]
         hosts = collections.defaultdict(set)
         for key in filter(None, keys):
             hosts[key[0]].add(key[1])

@@ -197,12 +197,15 @@ def _render(driver, view_builder, listing, page, volumes):
                                    cell_down_support=cell_down_support)
 
 
+def _cell_id(instance):
+    return instance.cell_id
+
+
 def fill_services(driver, listing, page):
     # Rows a first pass of the page gave services keep them.
     lacking = [inst for inst in page if 'services' not in inst]
     if lacking:
-        driver.fill_services(listing.context, lacking,
-                             lambda inst: inst.cell_id)
+        driver.fill_services(listing.context, lacking, _cell_id)
 
 
 def host_statuses(driver, view_builder, listing, listed, known=None):
@@ -212,8 +215,8 @@ def host_statuses(driver, view_builder, listing, listed, known=None):
     first row on each host is made an instance, with its services.
 
     :param listed: the page's rows, without duplicates.
-    :param known: a dict in which the services read are kept, by the key
-        the driver fills them by (:func:`give_services`).
+    :param known: a dict in which the services read are kept, by whose
+        they are (``base.joined_services``, :func:`give_services`).
     """
     firsts = {}
     for row in listed:
@@ -223,9 +226,10 @@ def host_statuses(driver, view_builder, listing, listed, known=None):
             for host, row in firsts.items()}
     fill_services(driver, listing, list(made.values()))
     if known is not None:
-        known.update(((inst.cell_id, inst.host), inst.services)
-                     for inst in made.values()
-                     if inst.host and not inst.deleted)
+        for instance in made.values():
+            joined = base.joined_services(instance, _cell_id)
+            if joined is not None:
+                known[joined] = instance.services
     statuses = server_views.host_statuses(view_builder, made)
     return {row['uuid']: statuses[row['host']] for row in listed
             if 'host' in row}
@@ -234,14 +238,14 @@ def host_statuses(driver, view_builder, listing, listed, known=None):
 def give_services(page, known):
     """Give the page's instances the services :func:`host_statuses` read.
 
-    Those of a live instance's host in its cell, as the driver fills them
-    (``RowsDriver.fill_services``); the others are left for it to fill.
+    Those Nova joins to each (``base.joined_services``), as the driver
+    fills them (``RowsDriver.fill_services``); the others are left for it
+    to fill.
     """
     for instance in page:
-        if instance.host and not instance.deleted:
-            found = known.get((instance.cell_id, instance.host))
-            if found is not None:
-                instance.services = found
+        found = known.get(base.joined_services(instance, _cell_id))
+        if found is not None:
+            instance.services = found
 
 
 def page_specs(driver, page, context, uuids):
