@@ -22,6 +22,7 @@ row: its version, and its request spec's digest.
 import collections
 import contextlib
 import functools
+import types
 
 from nova import context as nova_context
 from nova.db.main import api as main_db_api
@@ -94,11 +95,11 @@ def volumes(driver, ctx, uuids, generation=None):
         their own. Otherwise the generation is read now, after the rows:
         volumes older than the rows they are shown with would be an answer
         Nova, which reads them after its instances, never gives.
-    :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``.
+    :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``, the
+        index's read-only: Nova's view only reads them.
     """
-    found = collections.defaultdict(list)
     if not uuids:
-        return found
+        return collections.defaultdict(list)
     pages, key, now = driver.page_key(ctx, ('volumes', tuple(uuids)),
                                       generation)
     indexed = None
@@ -110,18 +111,29 @@ def volumes(driver, ctx, uuids, generation=None):
         indexed = _indexed_volumes(driver, ctx, uuids)
         if key is not None:
             page_cache.keep(pages, key, now, indexed)
-    for uuid, listed in indexed:
-        found[uuid] = [dict(v) for v in listed]
-    # Nova's view shows the mappings that have a volume.
-    several = [uuid for uuid, listed in found.items()
-               if sum(1 for v in listed if v['volume_id']) > 1]
-    if several:
-        found.update(_volumes_from_cells(driver, ctx, several))
+    found = collections.defaultdict(list, indexed.shown)
+    if indexed.several:
+        found.update(_volumes_from_cells(driver, ctx, indexed.several))
     return found
 
 
+class _Volumes(object):
+    """The index's volumes of a page, as kept: read-only, shared.
+
+    :param shown: ``{uuid: (read-only volume dict, ...)}``.
+    """
+
+    def __init__(self, shown):
+        self.shown = shown
+        # Nova's view shows the mappings that have a volume: the servers
+        # with several are read from their cells (:func:`volumes`).
+        self.several = tuple(
+            uuid for uuid, listed in shown.items()
+            if sum(1 for v in listed if v['volume_id']) > 1)
+
+
 def _indexed_volumes(driver, ctx, uuids):
-    """``[(uuid, [volume dicts])]`` of the index's mappings of ``uuids``."""
+    """:class:`_Volumes` of the index's mappings of ``uuids``."""
     model = models.BlockDeviceMapping
     found = collections.defaultdict(list)
     with reading(driver, ctx) as ictx:
@@ -133,10 +145,10 @@ def _indexed_volumes(driver, ctx, uuids):
             model.instance_uuid, model.volume_id,
             model.delete_on_termination)
         for uuid, volume_id, delete_on_termination in query:
-            found[uuid].append(
+            found[uuid].append(types.MappingProxyType(
                 {'volume_id': volume_id,
-                 'delete_on_termination': delete_on_termination})
-    return list(found.items())
+                 'delete_on_termination': delete_on_termination}))
+    return _Volumes({uuid: tuple(listed) for uuid, listed in found.items()})
 
 
 def _bring_volumes(driver, ctx, uuids, indexed, changed):
@@ -146,12 +158,12 @@ def _bring_volumes(driver, ctx, uuids, indexed, changed):
     kept.
     """
     again = [uuid for uuid in uuids if uuid in changed]
-    held = dict(indexed)
+    held = dict(indexed.shown)
     for uuid in again:
         held.pop(uuid, None)
     if again:
-        held.update(_indexed_volumes(driver, ctx, again))
-    return list(held.items())
+        held.update(_indexed_volumes(driver, ctx, again).shown)
+    return _Volumes(held)
 
 
 def _volumes_from_cells(driver, ctx, uuids):

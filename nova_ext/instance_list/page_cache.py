@@ -48,6 +48,9 @@ _CONTEXT = ('is_admin', 'project_id', 'user_id', 'read_deleted')
 #: How many times a page is brought up to date while writes move the
 #: generation under it, before it is listed anew.
 BRINGS = 3
+#: How many pairs of generations :func:`changes` keeps what was written
+#: between.
+CHANGES_KEPT = 64
 
 
 class PageCache(lru.LRUCache):
@@ -60,6 +63,9 @@ class PageCache(lru.LRUCache):
     def __init__(self, size):
         super().__init__(size)
         self.outcomes = collections.Counter()
+        #: ``{(then, now): frozenset of uuids}``: the instances written
+        #: between two generations, as read once (:func:`changes`).
+        self.changes = lru.LRUCache(CHANGES_KEPT)
 
     def counts(self):
         """Every outcome's count, since the process started."""
@@ -142,7 +148,7 @@ def current_at(pages, key, now, engine, bring):
     for _ in range(BRINGS):
         # None from another index (or one restored from a backup), or for
         # a page kept by a request that began after this one.
-        changed = generation.changes(engine, then, now)
+        changed = changes(pages, engine, then, now)
         if changed is None:
             break
         value = bring(value, changed)
@@ -159,3 +165,22 @@ def current_at(pages, key, now, engine, bring):
         then, now = now, moved
     pages.outcomes['listed'] += 1
     return None, None
+
+
+def changes(pages, engine, then, now):
+    """``generation.changes(engine, then, now)``, read once per process.
+
+    A page and its volumes, and the pages of other queries, are brought
+    between the same generations. What was written between two of them
+    never changes once the later one is read: a move's changes are
+    written in its transaction, and each pair's token names one state of
+    one index. Only an answer is kept, not the None of a read that could
+    not tell.
+    """
+    found = pages.changes.get((then, now))
+    if found is None:
+        found = generation.changes(engine, then, now)
+        if found is not None:
+            found = frozenset(found)
+            pages.changes.put((then, now), found)
+    return found

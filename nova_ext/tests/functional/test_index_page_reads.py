@@ -28,6 +28,7 @@ heartbeat or time says its services may give another status.
 
 import contextlib
 import datetime
+import operator
 import threading
 
 import fixtures
@@ -37,6 +38,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext.index.marks import pending
+from nova_ext.instance_list import index_reads
 from nova_ext.instance_list import services
 from nova_ext.tests.functional import population
 from nova_ext.tests.functional import test_index_parity
@@ -267,6 +269,14 @@ class TestPageVolumes(test_index_parity.IndexTestCase):
                                   'delete_on_termination': True}},
             check_response_status=[202])
 
+    def _indexed_with_a_volume(self):
+        """``(server, volume)``: a server with a volume, in the index."""
+        vol = nova_fixtures.CinderFixture.SWAP_OLD_VOL
+        server = self._create_server(host='compute1-1', networks='none')
+        self._attach_volume(server, vol)
+        self.index.wait_fresh()
+        return server, vol
+
     def test_a_kept_page_dates_its_volumes_by_its_generation(self):
         """A page kept at a generation reads its volumes at the same one.
 
@@ -275,11 +285,8 @@ class TestPageVolumes(test_index_parity.IndexTestCase):
         it. A kept page is the index's state at its generation: its
         volumes are read at that one, without a read of their own.
         """
-        vol = nova_fixtures.CinderFixture.SWAP_OLD_VOL
-        server = self._create_server(host='compute1-1', networks='none')
-        self._attach_volume(server, vol)
+        server, vol = self._indexed_with_a_volume()
         uri = 'servers/detail?all_tenants=1'
-        self.index.wait_fresh()
         reads = []
         for _ in range(2):
             with _reads('nova_ext_index_generation',
@@ -299,6 +306,30 @@ class TestPageVolumes(test_index_parity.IndexTestCase):
                  for s in got.json()['servers']}
         self.assertEqual([{'id': vol, 'delete_on_termination': True}],
                          shown[server['id']])
+
+    def test_a_kept_pages_volumes_are_handed_out_as_kept(self):
+        """Not copied for each request: read-only, as Nova's view reads."""
+        server, vol = self._indexed_with_a_volume()
+        uri = 'servers/detail?all_tenants=1'
+        given = []
+        read = index_reads.volumes
+
+        def volumes(*args, **kwargs):
+            given.append(read(*args, **kwargs))
+            return given[-1]
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.instance_list.index_reads.volumes', volumes))
+        for _ in range(2):
+            got = self.assertSameAnswer(self.admin_api, uri)
+            self.assertEqual(200, got.status_code, got.text)
+        self.assertEqual(2, len(given))
+        first, second = (found[server['id']] for found in given)
+        self.assertIs(first, second)
+        # With its root disk's mapping, which has no volume.
+        self.assertEqual([None, vol], sorted(
+            (v['volume_id'] for v in second), key=lambda v: v is not None))
+        self.assertRaises(TypeError, operator.setitem, second[-1],
+                          'volume_id', None)
 
     def test_volumes_follow_the_server(self):
         vol = nova_fixtures.CinderFixture.SWAP_OLD_VOL

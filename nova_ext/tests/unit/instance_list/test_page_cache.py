@@ -199,3 +199,35 @@ class TestCurrent(index_base.IndexDBTestCase):
         later = self.write('u-1')
         self.assertEqual((('a', 'u-1'), later), page_cache.current_at(
             self.pages, self.KEY, later, self.engine, self.bring))
+
+    def reads_of_changes(self):
+        """A list the statements that read the index's changes go into."""
+        reads = []
+
+        def noted(conn, cursor, statement, parameters, context, many):
+            if (statement.lstrip().upper().startswith('SELECT') and
+                    'nova_ext_index_changes' in statement):
+                reads.append(statement)
+        sa.event.listen(self.engine, 'before_cursor_execute', noted)
+        self.addCleanup(sa.event.remove, self.engine,
+                        'before_cursor_execute', noted)
+        return reads
+
+    def test_the_changes_between_two_generations_read_once(self):
+        then = self.now()
+        page_cache.keep(self.pages, self.KEY, then, ('a',))
+        page_cache.keep(self.pages, ('volumes',), then, ('v',))
+        now = self.write('u-1')
+        reads = self.reads_of_changes()
+        self.assertEqual(('a', 'u-1'), self.current(now))
+        self.assertEqual(('v', 'u-1'), page_cache.current(
+            self.pages, ('volumes',), now, self.engine, self.bring))
+        self.assertEqual([{'u-1'}, {'u-1'}], self.brought)
+        self.assertEqual(1, len(reads))
+        # What could not be told is asked again.
+        page_cache.keep(self.pages, self.KEY, now, ('a',))
+        later = self.write('u-2', named=False)
+        self.assertIsNone(self.current(later))
+        page_cache.keep(self.pages, self.KEY, now, ('a',))
+        self.assertIsNone(self.current(later))
+        self.assertEqual(3, len(reads))
