@@ -60,6 +60,7 @@ builds some specs itself (a server group, which it reads again, and whose
 deletion drops the ``group`` hint while the spec's text stays the same).
 """
 
+import functools
 import hashlib
 
 from nova.api.openstack import api_version_request
@@ -99,17 +100,20 @@ _MEMO = 'detail_bodies.rows'
 
 
 def _rows_part(listed, versions):
-    """``(uuids, each row's part of its text)``, or None if none is kept.
+    """The rows' part of the page's key, or None if it keeps no body.
 
-    A row's part is its uuid, version and spec digest, written as the
-    repr of its reads writes them. None where a row's document is never
-    kept (no version, ``updated_at`` or spec digest).
+    ``(uuids, texts, places, firsts, digest)``: each row's text is its
+    uuid, version and spec digest, written as their tuple's repr writes
+    them; its place is what Nova's zone lookup reads of it, its host and
+    zone (``render_cache.zone``), ``firsts`` the first row of each place,
+    and ``digest`` the texts'. None where a row's document is never kept
+    (no version, ``updated_at`` or spec digest).
 
     :raises Unservable: a row holds a stored value Nova's Instance
         refuses, as making the page's instances would
         (``fastpath.instances``).
     """
-    texts = []
+    texts, places, firsts = [], [], {}
     for row in listed:
         uuid = row['uuid']
         rows.check_refusable(uuid, row)
@@ -119,7 +123,17 @@ def _rows_part(listed, versions):
         if version is None or row.get('updated_at') is None or spec is None:
             return None
         texts.append('%r, %r, %r' % (uuid, version, spec))
-    return [row['uuid'] for row in listed], texts
+        place = (row.get('host'), row.get('availability_zone'))
+        places.append(place)
+        firsts.setdefault(place, row)
+    return ([row['uuid'] for row in listed], texts, places, firsts,
+            _digest(texts))
+
+
+def _digest(read):
+    """What tells reads apart: the digest of their repr."""
+    return hashlib.blake2b(repr(read).encode('utf-8'),
+                           digest_size=16).digest()
 
 
 class PageBody(object):
@@ -209,7 +223,8 @@ class PageBody(object):
         if not changed:
             return None
         body, flags = render_rows(changed)
-        expected = [self._expected[n] for n in changed]
+        expected = self._expected()
+        expected = [expected[n] for n in changed]
         if not self._shows(body, flags, expected, kept=False):
             return None
         patched = written.patched({
@@ -249,62 +264,67 @@ class PageBody(object):
             part = self._memo[_MEMO]
         if part is None:
             return None
-        uuids, texts = part
+        uuids, texts, places, firsts, rows_digest = part
         flags = server_views.detail_decisions(self._builder, request)
         unknown_only = flags[2]
-        statuses = {}
+        statuses = [None] * len(uuids)
         if unknown_only is not None:
             # Read as the page's render reads them, where the list joins
             # them (fastpath._shows_host_status).
             if 'services' not in (listing.kwargs.get('expected_attrs') or []):
                 return None
-            statuses = self._statuses(listed)
-        groups = self._groups.page()
-        shown = self._shown_specs(request, context, uuids)
+            statuses = list(map(self._statuses(listed).get, uuids))
+            if unknown_only:
+                statuses = [status if status == fields.HostStatus.UNKNOWN
+                            else None for status in statuses]
+        groups = [found or None
+                  for found in map(self._groups.read().get, uuids)]
         volumes = self._volumes(context, uuids)
-        zones = self._render.zones
-        expected, reads = [], []
-        for row, text in zip(listed, texts):
-            uuid = row['uuid']
-            status = statuses.get(uuid)
-            if (status is not None and unknown_only and
-                    status != fields.HostStatus.UNKNOWN):
-                status = None
-            found = groups.get(uuid) or None
-            expected.append((uuid, status, found))
-            # As text: what two reads write alike is the same read, as
-            # the digest tells them; and the text holds no object of the
-            # request (groups, hints) for as long as it is kept. Each
-            # server's is the repr of the tuple of its reads.
-            reads.append('(%s, %r, %r, %r, %r, %r)' % (
-                text, render_cache.zone(context, row, zones),
-                render_cache.shown_volumes(volumes, uuid),
-                shown(uuid), status, found))
-        self._expected = expected
-        digest = hashlib.blake2b(('[%s]' % ', '.join(reads)).encode('utf-8'),
-                                 digest_size=16).digest()
+        # Each a column of the page's reads, one per server: a read is
+        # Nova's lookup's, the view's or what it is given, as the
+        # document shows it.
+        columns = (texts, self._zones(context, places, firsts),
+                   list(map(volumes.get, uuids)), statuses, groups,
+                   *self._shown_specs(request, context, uuids))
+        self._expected = functools.partial(_expected, uuids, statuses,
+                                           groups)
+        # As text: what two reads write alike is the same read, as the
+        # digest tells them.
+        digest = (rows_digest, _digest(columns[1:]))
         return _Key((self._render.request_part, request.url,
                      CONF.api.max_limit, flags,
                      listing.kwargs.get('cell_down_support', False),
-                     len(reads), digest), (uuids, reads))
+                     len(uuids), digest),
+                    functools.partial(_shown, uuids, columns))
+
+    def _zones(self, context, places, firsts):
+        """Each server's zone, Nova's lookup asked once per place."""
+        zones = self._render.zones
+        for place, row in firsts.items():
+            if place not in zones:
+                render_cache.zone(context, row, zones)
+        return list(map(zones.__getitem__, places))
 
     def _shown_specs(self, request, context, uuids):
-        """What the view shows of each server's spec, as ``_list_view``."""
+        """What the view shows of the servers' specs, as ``_list_view``.
+
+        A column of their pinned zones from 2.96, and one of their hints
+        from 2.100: a spec's own, else None, as the view tells them.
+        """
         if not api_version_request.is_supported(request, '2.96'):
-            return lambda uuid: None
+            return ()
         specs = self._specs(context, uuids)
         zones = {spec.instance_uuid: spec.availability_zone
                  for spec in specs if spec.availability_zone is not None}
-        hints = {}
-        if api_version_request.is_supported(request, '2.100'):
-            hints = {spec.instance_uuid: spec.scheduler_hints
-                     for spec in specs if spec.scheduler_hints is not None}
-        return lambda uuid: ((uuid in zones, zones.get(uuid)),
-                             (uuid in hints, hints.get(uuid)))
+        if not api_version_request.is_supported(request, '2.100'):
+            return (list(map(zones.get, uuids)),)
+        hints = {spec.instance_uuid: spec.scheduler_hints
+                 for spec in specs if spec.scheduler_hints is not None}
+        return list(map(zones.get, uuids)), list(map(hints.get, uuids))
 
     def _as_read(self, body):
         """Whether ``body`` shows what the page's key was read with."""
-        return self._shows(body, self._render.flags, self._expected)
+        return self._shows(body, self._render.flags, self._expected())
 
     def _shows(self, body, flags, expected, kept=True):
         """Whether ``body``, rendered with ``flags``, shows ``expected``.
@@ -326,3 +346,17 @@ class PageBody(object):
                     server.get('security_groups') != found):
                 return False
         return True
+
+
+def _expected(uuids, statuses, groups):
+    """``[(uuid, host_status, groups)]``, each document's, as read."""
+    return list(zip(uuids, statuses, groups))
+
+
+def _shown(uuids, columns):
+    """``(uuids, each server's reads as text)``, a key's ``shown``.
+
+    The text holds no object of the request (groups, hints) for as long
+    as it is kept; each server's is the repr of the tuple of its reads.
+    """
+    return uuids, list(map(repr, zip(*columns)))

@@ -24,15 +24,31 @@ from nova_ext.instance_list import lru
 
 
 class Key(tuple):
-    """A body's key, with what its rows read (``shown``)."""
+    """A body's key, with what its rows read (``shown``).
+
+    :param shown: what the rows read, or a function that works it out:
+        called at the first use, as a body found under the key mostly
+        needs it not.
+    """
 
     #: How many of the key's parts are the request's, not its rows'.
     REQUEST = 3
 
     def __new__(cls, parts, shown):
         made = super().__new__(cls, parts)
-        made.shown = shown
+        made._shown = shown
         return made
+
+    @property
+    def shown(self):
+        """What the key's rows read."""
+        return self.work_out()
+
+    def work_out(self):
+        """:attr:`shown`, worked out now if it was not yet."""
+        if callable(self._shown):
+            self._shown = self._shown()
+        return self._shown
 
     @property
     def request(self):
@@ -59,6 +75,8 @@ class KeptBodies(lru.LRUCache):
         """``value`` is the last body given for ``key``'s request."""
         if (isinstance(key, Key) and value.starts is not None and
                 self._last.peek(key.request) != key):
+            # Worked out now: a kept key holds no object of the request.
+            key.work_out()
             self._last.put(key.request, key)
 
     def last(self, key):

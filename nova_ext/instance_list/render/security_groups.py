@@ -97,6 +97,14 @@ class _PageGroups(object):
         return self.bindings(self.context,
                              [{'id': uuid} for uuid in self.uuids])
 
+    def read(self):
+        """This page's answer, to read, not to change.
+
+        The groups :meth:`page` gives, without the lists of their own that
+        a kept answer gives each page's documents.
+        """
+        return self.page()
+
     def part(self, uuids):
         """The groups of some of the page's servers, rendered alone.
 
@@ -195,6 +203,9 @@ class Kept(_PageGroups):
     def __init__(self, context, uuids, groups):
         super().__init__(context, uuids)
         self._groups = groups
+
+    def read(self):
+        return self._groups
 
     def _answer(self, context, servers):
         # Each page's documents get lists of their own.

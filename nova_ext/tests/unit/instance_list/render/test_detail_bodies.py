@@ -287,6 +287,24 @@ class TestPageBody(base.TestCase):
         self.assertIsNone(self._page_body().kept())
         self.assertEqual({'detail_bodies.rows': None}, self.memo)
 
+    def test_a_kept_body_found_writes_no_servers_reads(self):
+        # Each server's reads are written out as text where a body is
+        # patched or kept, not where the page's key finds its body.
+        written = []
+        shown = detail_bodies._shown
+
+        def counted(uuids, columns):
+            written.append(uuids)
+            return shown(uuids, columns)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_ext.instance_list.render.detail_bodies._shown', counted))
+        kept = self._kept()
+        self.assertIsNotNone(kept)
+        self.assertEqual([list(UUIDS)], written)
+        for _ in range(2):
+            self.assertIs(kept, self._page_body().kept())
+        self.assertEqual(1, len(written))
+
     def test_a_refused_stored_value_hands_the_page_to_nova(self):
         # As making the page's instances would: Nova's list fails on it.
         self.assertIsNotNone(self._kept())

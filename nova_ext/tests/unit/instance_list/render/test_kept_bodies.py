@@ -48,6 +48,28 @@ class TestKeptBodies(base.TestCase):
         self.assertEqual((['a'], first), self.bodies.last(b))
         self.assertEqual(hits, self.bodies.hits)
 
+    def test_what_rows_read_is_worked_out_where_asked(self):
+        worked_out = []
+
+        def rows_read(text):
+            def work_out():
+                worked_out.append(text)
+                return [text]
+            return work_out
+        a = _Key(('url', 1, 'rows-a'), rows_read('a'))
+        body = _written({'id': 1})
+        # Kept as the last body: worked out, so as to hold it alone.
+        self.bodies.put(a, body)
+        self.assertEqual(['a'], worked_out)
+        # Given again under a key of the same parts: not asked.
+        again = _Key(('url', 1, 'rows-a'), rows_read('again'))
+        self.bodies.given(again, body)
+        self.assertEqual((['a'], body), self.bodies.last(again))
+        self.assertEqual(['a'], worked_out)
+        self.assertEqual(['again'], again.shown)
+        self.assertEqual(['again'], again.shown)
+        self.assertEqual(['a', 'again'], worked_out)
+
     def test_a_body_without_positions_is_never_the_last(self):
         a = _Key(('url', 1, 'rows-a'), ['a'])
         self.bodies.put(a, encode.Written('{"servers": {}}'))

@@ -118,6 +118,7 @@ class TestLookup(base.TestCase):
     def test_some_servers_rendered_alone_get_the_page_s_answer(self):
         lookup = self._start(['a', 'b', 'c'])
         page = lookup.page()
+        self.assertIs(page, lookup.read())
         self.asked.clear()
         part = lookup.part(['c', 'a'])
         self.assertEqual({'c': page['c'], 'a': page['a']},
@@ -246,6 +247,8 @@ class TestAnswers(base.TestCase):
         # The same page's answer is the same each time it is asked.
         self.assertIs(got, kept.bindings(context, servers))
         self.assertIs(got, kept.page())
+        # Read as given, without lists of its own: nothing is written.
+        self.assertIs(groups, kept.read())
         other = security_groups.Kept(context, ['s1', 's2'], groups)
         self.assertEqual({'s1': [{'name': 'default'}]},
                          other.bindings(context, servers))
