@@ -67,7 +67,8 @@ def render_cached(driver, listing, records, cache, bodies=None,
         if bodies is not None:
             kept = detail_bodies.PageBody(
                 bodies, builder, listing, listed, versions, render, volumes,
-                groups, functools.partial(fastpath.page_specs, driver, listed),
+                groups, functools.partial(fastpath.page_specs, driver, listed,
+                                          memo=memo),
                 functools.partial(fastpath.host_statuses, driver, builder,
                                   listing, known=services), memo=memo)
             body = kept.kept()

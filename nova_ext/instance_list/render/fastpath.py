@@ -248,13 +248,16 @@ def give_services(page, known):
             instance.services = found
 
 
-def page_specs(driver, page, context, uuids):
+def page_specs(driver, page, context, uuids, memo=None):
     """The specs Nova's view reads for ``uuids`` of ``page``.
 
     :param page: its instances, or its rows.
+    :param memo: the memo of ``page``'s rows, which hold their spec
+        digests (``request_specs.get_by_instance_uuids``), or None.
     """
     with request_specs.digests_from(_spec_digests(driver, page)):
-        return request_specs.get_by_instance_uuids(context, uuids)
+        return request_specs.get_by_instance_uuids(context, uuids,
+                                                   memo=memo)
 
 
 def _spec_digests(driver, page):

@@ -125,6 +125,8 @@ _GIVEN = contextvars.ContextVar('nova_ext_request_specs_given',
                                 default=None)
 #: The digest the index keeps of a server without a spec.
 _NO_SPEC = writer.spec_digest(None)
+#: Where a page's memo keeps the Specs of its servers (:func:`_specs`).
+_MEMO = 'request_specs'
 
 
 @contextlib.contextmanager
@@ -144,17 +146,21 @@ def digests_from(lookup):
 
 
 def _read(context, instance_uuids):
-    """``[(uuid, digest, stored spec, kept)]`` of the servers' specs.
+    """``([(uuid, digest, stored spec, kept)], followed)`` of the specs.
 
     ``kept`` is the ``(digest, Spec)`` kept for the server, or None. Where
     it has the stored spec's digest, the stored text is not read (None).
+    ``followed``: whether every digest is the one the page was read with
+    (:func:`digests_from`), none read now from the API database.
     """
     lookup = _DIGESTS.get()
     known = lookup(instance_uuids) if lookup is not None else {}
     followed = [u for u in instance_uuids if known.get(u) is not None]
     others = [u for u in instance_uuids if known.get(u) is None]
     found = _read_followed(context, followed, known) if followed else []
-    return found + (_read_database(context, others) if others else [])
+    if not others:
+        return found, True
+    return found + _read_database(context, others), False
 
 
 def _read_followed(context, instance_uuids, known):
@@ -238,18 +244,29 @@ def only(uuids):
         _ONLY.reset(token)
 
 
-def _specs(context, instance_uuids):
-    """``([Spec], [uuid of a spec Nova must build])`` of the servers."""
+def _specs(context, instance_uuids, memo=None):
+    """``([Spec], [uuid of a spec Nova must build])`` of the servers.
+
+    :param memo: the memo of the page's rows (``base.Page.memo``), whose
+        digests the specs are read by: the answer for the same servers is
+        worked out once, where every one's digest is the page's. The Specs
+        are the same then, the specs Nova builds built each time.
+    """
     global _KEPT
     wanted = _ONLY.get()
     if wanted is not None:
         instance_uuids = [u for u in instance_uuids if u in wanted]
     if not instance_uuids:
         return [], []
+    key = (_MEMO, tuple(instance_uuids))
+    if memo is not None and key in memo:
+        specs, left = memo[key]
+        return list(specs), list(left)
     specs, left = [], []
     if len(_KEPT) > MAX_KEPT:
         _KEPT = {}
-    for uuid, digest, stored, kept in _read(context, instance_uuids):
+    read, followed = _read(context, instance_uuids)
+    for uuid, digest, stored, kept in read:
         if kept is not None and kept[0] == digest:
             spec = kept[1]
         else:
@@ -260,6 +277,8 @@ def _specs(context, instance_uuids):
             left.append(uuid)
         else:
             specs.append(spec)
+    if memo is not None and followed:
+        memo[key] = (tuple(specs), tuple(left))
     return specs, left
 
 
@@ -284,11 +303,13 @@ def of_page(uuids):
         _PAGE.reset(token)
 
 
-def get_by_instance_uuids(context, instance_uuids):
+def get_by_instance_uuids(context, instance_uuids, memo=None):
     """As ``RequestSpec.get_by_instance_uuids``, for the server view.
 
     Within :func:`given`, the same servers asked again get the same
     answer; within :func:`of_page` too, some of the page's servers.
+
+    :param memo: as :func:`_specs`'.
     """
     given = _GIVEN.get()
     page = _PAGE.get()
@@ -303,7 +324,7 @@ def get_by_instance_uuids(context, instance_uuids):
     asked = (id(context), uuids, _ONLY.get())
     if given is not None and asked in given:
         return given[asked]
-    specs, left = _specs(context, instance_uuids)
+    specs, left = _specs(context, instance_uuids, memo)
     if left:
         specs.extend(objects.RequestSpec.get_by_instance_uuids(context, left))
     if given is not None:

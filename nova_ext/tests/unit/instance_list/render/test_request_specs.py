@@ -294,3 +294,33 @@ class TestRequestSpecsDigestedByTheIndex(TestRequestSpecs):
         self.stored['b'] = _spec('az4')
         self.index_lags = {}
         self.assertEqual(['az3', 'az4'], self.zones('a', 'b'))
+
+    def test_a_pages_specs_worked_out_once_with_its_memo(self):
+        self.stored = {'a': _spec('az1', group={'name': 'g'}),
+                       'b': _spec('az2')}
+        memo = {}
+        digests = {u: writer.spec_digest(self.stored[u]) for u in 'ab'}
+        lookups = []
+
+        def lookup(uuids):
+            lookups.append(list(uuids))
+            return digests
+
+        def zones():
+            with request_specs.digests_from(lookup):
+                return [getattr(spec, 'availability_zone', spec) for spec in
+                        request_specs.get_by_instance_uuids(
+                            None, ['a', 'b'], memo=memo)]
+        self.assertEqual(['az2', 'built'], zones())
+        self.assertEqual(['az2', 'built'], zones())
+        # The page's digests were looked up once; the spec Nova builds
+        # (a group's, read again by Nova) is built each time.
+        self.assertEqual([['a', 'b']], lookups)
+        self.assertEqual(2, self.built.call_count)
+        self.assertEqual(1, len(memo))
+        # A spec whose digest the page does not hold is read each time:
+        # none is kept in the memo.
+        memo.clear()
+        digests['b'] = None
+        self.assertEqual(['az2', 'built'], zones())
+        self.assertEqual({}, memo)
