@@ -200,9 +200,11 @@ class PageBody(object):
         alone as the whole page would render them; kept. Call after
         :meth:`kept` found none.
 
-        :param render_rows: ``render_rows(positions)``: ``(body, flags)``,
-            Nova's view's body of the page's servers at ``positions``
-            alone, and the flags it passed to ``show``.
+        :param render_rows: ``render_rows(positions, written)``:
+            ``(body, flags)``, Nova's view's body of the page's servers at
+            ``positions`` alone, and the flags it passed to ``show``;
+            ``written``, the positions whose rows themselves read otherwise
+            (version, spec digest): their documents are new.
         :returns: an ``encode.Written``, or None: the page is rendered
             whole.
         """
@@ -211,18 +213,18 @@ class PageBody(object):
         last = self._bodies.last(self._key)
         if last is None:
             return None
-        (uuids, before), written = last
-        now = self._key.shown[1]
+        (uuids, before, rows_before), written = last
+        _uuids, now, rows_now = self._key.shown
         # A body whose documents are not one per server (Nova's view
         # leaves a row out) cannot be patched by position.
-        if (uuids != self._key.shown[0] or
-                len(written.starts) != len(now)):
+        if uuids != _uuids or len(written.starts) != len(now):
             return None
         changed = [n for n, (was, read) in enumerate(zip(before, now))
                    if was != read]
         if not changed:
             return None
-        body, flags = render_rows(changed)
+        body, flags = render_rows(changed, [
+            n for n in changed if rows_before[n] != rows_now[n]])
         expected = self._expected()
         expected = [expected[n] for n in changed]
         if not self._shows(body, flags, expected, kept=False):
@@ -354,9 +356,10 @@ def _expected(uuids, statuses, groups):
 
 
 def _shown(uuids, columns):
-    """``(uuids, each server's reads as text)``, a key's ``shown``.
+    """A key's ``shown``: ``(uuids, reads, rows' texts)``.
 
-    The text holds no object of the request (groups, hints) for as long
-    as it is kept; each server's is the repr of the tuple of its reads.
+    Each server's reads as text, the repr of the tuple of its reads, and
+    its row's part alone (``_rows_part``). The text holds no object of the
+    request (groups, hints) for as long as it is kept.
     """
-    return uuids, list(map(repr, zip(*columns)))
+    return uuids, list(map(repr, zip(*columns))), columns[0]

@@ -107,7 +107,7 @@ def _instances(driver, listing, versions, services, some):
 
 
 def _render_rows(driver, builder, listing, made, render, volumes, groups,
-                 positions):
+                 positions, written=()):
     """``(body, flags)`` of the servers at ``positions`` of the page alone.
 
     ``made(positions)`` gives their instances.
@@ -117,9 +117,17 @@ def _render_rows(driver, builder, listing, made, render, volumes, groups,
     volumes, request specs (within :func:`render_cached`'s
     ``request_specs.of_page``) and security groups. The flags are those
     the view passed to ``show``.
+
+    :param written: the positions whose rows were written since the body
+        patched: their documents are new to the render cache, but where
+        another page rendered them, so they are read in full first.
     """
     rows = made(positions)
     uuids = [instance.uuid for instance in rows]
+    if written:
+        _in_full(driver, listing, rows, [
+            instance.uuid for n, instance in zip(positions, rows)
+            if n in set(written)])
     environ = listing.request.environ
     environ[view.RENDER] = part = render.part()
     try:
@@ -134,9 +142,9 @@ def _render_rows(driver, builder, listing, made, render, volumes, groups,
     return body, part.flags
 
 
-def _render_missed(driver, builder, listing, page, render, volumes):
-    """The page rendered again, its missed rows read in full."""
-    full = _full_rows(driver, listing, render.missed)
+def _in_full(driver, listing, page, uuids):
+    """Put the instances of ``uuids`` in ``page`` read in full instead."""
+    full = _full_rows(driver, listing, uuids)
     # A row written again since the page was read is shown as read in
     # full, as Nova would show it then, but its document is not kept
     # under the page's version (nor the page's body with it). Versions
@@ -155,6 +163,11 @@ def _render_missed(driver, builder, listing, page, render, volumes):
             if 'services' in instance:
                 again.services = instance.services
             page[n] = again
+
+
+def _render_missed(driver, builder, listing, page, render, volumes):
+    """The page rendered again, its missed rows read in full."""
+    _in_full(driver, listing, page, render.missed)
     render.again()
     with request_specs.only(render.redo):
         body = fastpath.render_or_hand(driver, builder, listing, page,

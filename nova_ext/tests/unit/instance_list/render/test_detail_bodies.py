@@ -325,12 +325,16 @@ class TestPageBody(base.TestCase):
     def _rows(self, page_body, **changed):
         """``render_rows`` of Nova's view, recording the positions asked.
 
+        Those of rows written since, in ``self.written``.
+
         :param changed: what a document shows, by uuid, as ``_body``.
         """
         asked = []
+        self.written = []
 
-        def render_rows(positions):
+        def render_rows(positions, written=()):
             asked.append(positions)
+            self.written.append(written)
             servers = self._body(page_body, **changed)['servers']
             return ({'servers': [servers[n] for n in positions]},
                     self.decisions[:2])
@@ -349,6 +353,8 @@ class TestPageBody(base.TestCase):
         self.rows[UUIDS[1]] = {'version': 2.5}
         got, asked = self._patched(**name)
         self.assertEqual([[1]], asked)
+        # Its row written since: its document is new.
+        self.assertEqual([[1]], self.written)
         self.assertEqual(jsonutils.dumps(self._body(None, **name)), got.text)
         self.assertEqual(1, self.bodies.patches)
         # Kept: the next request with the same reads is its text.
@@ -358,6 +364,8 @@ class TestPageBody(base.TestCase):
         self.groups[UUIDS[0]] = [{'name': 'web'}]
         got, asked = self._patched(**name)
         self.assertEqual([[0]], asked)
+        # Its row as it was: its document may be kept.
+        self.assertEqual([[]], self.written)
         self.assertEqual(jsonutils.dumps(self._body(None, **name)), got.text)
         self.assertEqual(2, self.bodies.patches)
 
@@ -397,8 +405,8 @@ class TestPageBody(base.TestCase):
         page_body.kept()
         render_rows, _asked = self._rows(page_body)
 
-        def other_flags(positions):
-            return render_rows(positions)[0], (False, True)
+        def other_flags(positions, written):
+            return render_rows(positions, written)[0], (False, True)
         self.assertIsNone(page_body.patched(other_flags))
         self.assertEqual(0, self.bodies.patches)
 
@@ -412,8 +420,8 @@ class TestPageBody(base.TestCase):
         render_rows, _asked = self._rows(page_body, **{
             UUIDS[1]: {'name': 'later'}})
 
-        def read_again(positions):
-            body, flags = render_rows(positions)
+        def read_again(positions, written):
+            body, flags = render_rows(positions, written)
             body['servers'] = [dict(doc) for doc in body['servers']]
             return body, flags
         got = page_body.patched(read_again)
