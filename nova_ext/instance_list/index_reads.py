@@ -95,8 +95,9 @@ def volumes(driver, ctx, uuids, generation=None):
         their own. Otherwise the generation is read now, after the rows:
         volumes older than the rows they are shown with would be an answer
         Nova, which reads them after its instances, never gives.
-    :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``, the
-        index's read-only: Nova's view only reads them.
+    :returns: ``{uuid: [{'volume_id', 'delete_on_termination'}]}``; each
+        server's from the index as kept, read-only (a tuple of read-only
+        mappings): Nova's view only reads them.
     """
     if not uuids:
         return collections.defaultdict(list)

@@ -119,15 +119,17 @@ def _render_rows(driver, builder, listing, made, render, volumes, groups,
     the view passed to ``show``.
 
     :param written: the positions whose rows were written since the body
-        patched: their documents are new to the render cache, but where
-        another page rendered them, so they are read in full first.
+        patched: their documents are new, which the render cache holds
+        only where another page rendered them already. They are read in
+        full before the render.
     """
     rows = made(positions)
     uuids = [instance.uuid for instance in rows]
     if written:
+        written = set(written)
         _in_full(driver, listing, rows, [
             instance.uuid for n, instance in zip(positions, rows)
-            if n in set(written)])
+            if n in written])
     environ = listing.request.environ
     environ[view.RENDER] = part = render.part()
     try:
