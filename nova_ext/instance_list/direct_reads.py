@@ -13,8 +13,10 @@
 
 Every list nova_ext serves asks each cell database ``SELECT 1`` (the
 cells' check, ``cellhealth``) and the index whether changes wait
-(``generation.settled``, from ``catch_up``), and a rendered list asks the
-API database whether build requests exist (``render.fastpath``). Through
+(``generation.settled``, from ``catch_up``), a rendered list asks the
+API database whether build requests exist (``render.fastpath``), and a
+detailed one that shows ``host_status`` reads its hosts' service
+generations from the index (``services``). Through
 oslo.db's engines (Nova's, the index's) each costs three round trips:
 the pool's ping when a connection is taken (oslo.db's engines ping on
 every checkout), the statement, and the rollback that ends the
@@ -101,24 +103,46 @@ def first(engine, statement, params=None):
     :param statement: as :func:`scalar`'s.
     :raises: as :func:`ask`.
     """
+    return _read(engine, statement, params, every=False)
+
+
+def rows(engine, statement, params=None):
+    """Every row ``statement`` reads: a list of tuples.
+
+    :param engine: as :func:`first`'s.
+    :param statement: as :func:`scalar`'s, without an expanding parameter
+        (an IN list of a size known only with its values).
+    :raises: as :func:`ask`.
+    """
+    return _read(engine, statement, params, every=True)
+
+
+def _read(engine, statement, params, every):
     if engine.dialect.name == 'sqlite':
         with engine.connect() as conn:
-            row = conn.execute(statement, params or {}).first()
-        return None if row is None else tuple(row)
+            result = conn.execute(statement, params or {})
+            return _fetched(result.all() if every else result.first(),
+                            every)
     own = _engine(engine.url)
     dbapi_error = own.dialect.loaded_dbapi.Error
     try:
         try:
-            return _first(own, statement, params)
+            return _execute(own, statement, params, every)
         except dbapi_error as e:
             if not _dropped(own, e):
                 raise
             # The others kept with it may have been dropped too.
             own.dispose()
-            return _first(own, statement, params)
+            return _execute(own, statement, params, every)
     except dbapi_error as e:
         raise sa.exc.DBAPIError.instance(
             str(_compiled(own, statement)), params, e, dbapi_error) from e
+
+
+def _fetched(read, every):
+    if every:
+        return [tuple(row) for row in read]
+    return None if read is None else tuple(read)
 
 
 def _dropped(own, error):
@@ -136,7 +160,7 @@ def _compiled(own, statement):
     return compiled
 
 
-def _first(own, statement, params):
+def _execute(own, statement, params, every):
     compiled = _compiled(own, statement)
     values = compiled.construct_params(params)
     if compiled.positional:
@@ -146,7 +170,7 @@ def _first(own, statement, params):
         cursor = conn.cursor()
         try:
             cursor.execute(str(compiled), values)
-            row = cursor.fetchone()
+            read = cursor.fetchall() if every else cursor.fetchone()
         finally:
             cursor.close()
     except own.dialect.loaded_dbapi.Error as e:
@@ -156,7 +180,7 @@ def _first(own, statement, params):
         raise
     finally:
         conn.close()
-    return None if row is None else tuple(row)
+    return _fetched(read, every)
 
 
 def dispose():

@@ -52,6 +52,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index import db
 from nova_ext.index.feeds import service_changes
 from nova_ext.instance_list import base
+from nova_ext.instance_list import direct_reads
 from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ class Services(object):
         names = {host for hosts in hosts_by_cell.values() for host in hosts}
         try:
             generation = service_changes.generations(
-                db.get_engine(self.conf), names)
+                db.get_engine(self.conf), names, direct_reads.rows)
         except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
             LOG.debug('Reading every service again, the service changes '
                       'are not readable: %s', e)

@@ -23,6 +23,8 @@ import sqlalchemy as sa
 
 from nova_ext.instance_list import direct_reads
 from nova_ext.tests.functional import sqlserver
+from nova_ext.tests.unit.instance_list import test_direct_reads as \
+    unit_direct_reads
 
 
 class _Probe(sqlserver.OnServer):
@@ -61,12 +63,7 @@ class _Probe(sqlserver.OnServer):
         self.assertEqual([], direct_reads._ENGINES.values())
 
     def test_the_first_row(self):
-        table = sa.Table('t', sa.MetaData(), sa.Column('p', sa.String(8)),
-                         sa.Column('n', sa.Integer))
-        table.metadata.create_all(self.novas)
-        with self.novas.begin() as conn:
-            conn.execute(table.insert().values([{'p': 'a', 'n': 2},
-                                                {'p': 'b', 'n': 1}]))
+        table = unit_direct_reads.two_rows(self.novas)
         both = sa.select(sa.exists().select_from(table),
                          sa.select(sa.func.max(table.c.n))
                          .scalar_subquery())
@@ -76,6 +73,15 @@ class _Probe(sqlserver.OnServer):
             sa.select(table.c.p, table.c.n).order_by(table.c.n)))
         self.assertIsNone(direct_reads.first(
             self.novas, sa.select(table.c.p).where(table.c.n == 3)))
+
+    def test_every_row(self):
+        table = unit_direct_reads.two_rows(self.novas)
+        of = sa.select(table.c.p, table.c.n).where(
+            table.c.p.in_([sa.bindparam('p0'), sa.bindparam('p1')]))
+        self.assertEqual([('b', 1), ('a', 2)], direct_reads.rows(
+            self.novas, of.order_by(table.c.n), {'p0': 'a', 'p1': 'b'}))
+        self.assertEqual([], direct_reads.rows(
+            self.novas, of, {'p0': 'c', 'p1': 'c'}))
 
     def test_a_statement_the_database_refuses(self):
         missing = sa.Table('missing', sa.MetaData(),

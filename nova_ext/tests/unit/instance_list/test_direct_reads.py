@@ -20,6 +20,17 @@ from nova_ext.instance_list import direct_reads
 from nova_ext.tests.unit import base
 
 
+def two_rows(engine):
+    """A table ``t`` of ``engine``'s database, with rows (a, 2), (b, 1)."""
+    table = sa.Table('t', sa.MetaData(), sa.Column('p', sa.String(8)),
+                     sa.Column('n', sa.Integer))
+    table.metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(table.insert().values([{'p': 'a', 'n': 2},
+                                            {'p': 'b', 'n': 1}]))
+    return table
+
+
 class TestOnSQLite(base.TestCase):
     """SQLite's databases, read through the engine given.
 
@@ -69,12 +80,7 @@ class TestOnSQLite(base.TestCase):
 
     def test_the_first_row(self):
         novas = self.engine('index.db')
-        table = sa.Table('t', sa.MetaData(), sa.Column('p', sa.String(8)),
-                         sa.Column('n', sa.Integer))
-        table.metadata.create_all(novas)
-        with novas.begin() as conn:
-            conn.execute(table.insert().values([{'p': 'a', 'n': 2},
-                                                {'p': 'b', 'n': 1}]))
+        table = two_rows(novas)
         both = sa.select(sa.exists().select_from(table),
                          sa.select(sa.func.max(table.c.n))
                          .scalar_subquery())
@@ -83,6 +89,18 @@ class TestOnSQLite(base.TestCase):
             novas, sa.select(table.c.p, table.c.n).order_by(table.c.n)))
         self.assertIsNone(direct_reads.first(
             novas, sa.select(table.c.p).where(table.c.n == 3)))
+
+    def test_every_row(self):
+        novas = self.engine('index.db')
+        table = two_rows(novas)
+        of = sa.select(table.c.p, table.c.n).where(
+            table.c.p.in_([sa.bindparam('p0'), sa.bindparam('p1')]))
+        self.assertEqual([('b', 1), ('a', 2)], direct_reads.rows(
+            novas, of.order_by(table.c.n), {'p0': 'a', 'p1': 'b'}))
+        self.assertEqual([('a', 2)], direct_reads.rows(
+            novas, of, {'p0': 'a', 'p1': 'c'}))
+        self.assertEqual([], direct_reads.rows(
+            novas, of, {'p0': 'c', 'p1': 'c'}))
 
     def test_a_database_in_memory(self):
         # Only the engine given reaches it.

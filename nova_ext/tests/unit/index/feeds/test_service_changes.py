@@ -26,6 +26,7 @@ from nova_ext.index.feeds import listener
 from nova_ext.index.feeds import service_changes
 from nova_ext.index.marks import pending
 from nova_ext.index.upkeep import migration
+from nova_ext.instance_list import direct_reads
 from nova_ext.tests.unit.index import base as index_base
 
 NOW = datetime.datetime(2026, 11, 23, 10, 0, 0)
@@ -48,6 +49,27 @@ class TestGenerations(index_base.IndexDBTestCase):
         self.assertEqual({'a': 2, 'b': 1, 'c': 0},
                          service_changes.generations(self.engine,
                                                      ['a', 'b', 'c']))
+
+    def test_read_in_one_statement_for_any_number_of_hosts(self):
+        service_changes.bump(self.engine, ['h1', 'h3'])
+        service_changes.bump(self.engine, ['h3'])
+        statements = []
+
+        def rows(engine, statement, params):
+            statements.append(statement)
+            return direct_reads.rows(engine, statement, params)
+        for count in range(1, 6):
+            hosts = ['h%d' % n for n in range(count)]
+            expected = {host: 0 for host in hosts}
+            expected.update((host, generation) for host, generation in
+                            (('h1', 1), ('h3', 2)) if host in hosts)
+            self.assertEqual(expected, service_changes.generations(
+                self.engine, hosts, rows))
+            self.assertEqual(service_changes.generations(
+                self.engine, hosts), expected)
+        # Padded to 1, 2, 4, 4 and 8 hosts: four statements.
+        self.assertEqual(5, len(statements))
+        self.assertEqual(4, len(set(map(id, statements))))
 
     def test_concurrent_bumps_are_all_counted(self):
         errors = []
