@@ -150,6 +150,19 @@ class Page(list):
     memo = None
 
 
+def worked_out(memo, name, work):
+    """``work()``, kept in a page's memo (``Page.memo``) under ``name``.
+
+    Worked out once for the rows the memo is of; each time where there
+    is no memo (None).
+    """
+    if memo is None:
+        return work()
+    if name not in memo:
+        memo[name] = work()
+    return memo[name]
+
+
 def joined_services(instance, cell_of):
     """Whose services Nova's list joins to ``instance``, or None.
 

@@ -68,33 +68,30 @@ def _bump(conn, hosts):
         generation=CHANGES.c.generation + 1))
 
 
-# Built once: every detailed list with host_status reads it.
-_GENERATIONS = sa.select(CHANGES.c.host, CHANGES.c.generation).where(
-    CHANGES.c.host.in_(sa.bindparam('hosts', expanding=True)))
-
-
 def generations(engine, hosts, rows=None):
     """``{host: generation}``; a host never changed is at 0.
 
     :param rows: ``rows(engine, statement, params)``, every row a
         statement reads (``nova_ext.instance_list.direct_reads.rows``,
-        one round trip); None: read on a connection of ``engine``.
+        one round trip); by default, read on a connection of ``engine``.
     """
     hosts = sorted(set(hosts))
     found = dict.fromkeys(hosts, 0)
     if not hosts:
         return found
-    if rows is None:
-        with engine.connect() as conn:
-            found.update(conn.execute(_GENERATIONS, {'hosts': hosts}).all())
-        return found
     # The list padded to a power of two with its last host: a few
     # statements, each compiled once, serve every number of hosts.
     size = 1 << (len(hosts) - 1).bit_length()
     padded = hosts + hosts[-1:] * (size - len(hosts))
-    found.update(rows(engine, _generations_of(size),
-                      {'h%d' % n: name for n, name in enumerate(padded)}))
+    found.update((rows or _rows)(
+        engine, _generations_of(size),
+        {'h%d' % n: name for n, name in enumerate(padded)}))
     return found
+
+
+def _rows(engine, statement, params):
+    with engine.connect() as conn:
+        return conn.execute(statement, params).all()
 
 
 @functools.lru_cache(maxsize=None)

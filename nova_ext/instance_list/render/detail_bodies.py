@@ -67,6 +67,7 @@ from nova.api.openstack import api_version_request
 from nova import conf as nova_conf
 from nova.objects import fields
 
+from nova_ext.instance_list import base
 from nova_ext.instance_list import lru
 from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import kept_bodies
@@ -258,12 +259,8 @@ class PageBody(object):
             return None
         request = listing.request
         context = request.environ['nova.context']
-        if self._memo is None:
-            part = _rows_part(listed, versions)
-        else:
-            if _MEMO not in self._memo:
-                self._memo[_MEMO] = _rows_part(listed, versions)
-            part = self._memo[_MEMO]
+        part = base.worked_out(self._memo, _MEMO, functools.partial(
+            _rows_part, listed, versions))
         if part is None:
             return None
         uuids, texts, places, firsts, rows_digest = part

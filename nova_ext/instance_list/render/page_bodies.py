@@ -48,11 +48,13 @@ renamed) is written as that body with the documents of those servers
 rendered again in their places; the others are not rendered.
 """
 
+import functools
 import hashlib
 import operator
 
 from nova import conf as nova_conf
 
+from nova_ext.instance_list import base
 from nova_ext.instance_list import lru
 from nova_ext.instance_list.render import encode
 from nova_ext.instance_list.render import kept_bodies
@@ -97,13 +99,8 @@ def key(request, project_in_url, records):
         the key is worked out once for rows the driver keeps
         (``base.Page.memo``).
     """
-    memo = getattr(records, 'memo', None)
-    if memo is None:
-        shown = _shown(records)
-    else:
-        if _MEMO not in memo:
-            memo[_MEMO] = _shown(records)
-        shown = memo[_MEMO]
+    shown = base.worked_out(getattr(records, 'memo', None), _MEMO,
+                            functools.partial(_shown, records))
     if shown is None:
         return None
     shown, digest = shown
