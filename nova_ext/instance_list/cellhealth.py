@@ -132,8 +132,10 @@ class CellHealth(object):
             probes = self._start(ctx)
         except Exception as e:
             # Raised where the answer is asked for, as a check made then
-            # would raise it, within the list's own handling of errors.
-            probes = _Raising(e)
+            # would raise it, within the list's own handling of errors;
+            # without its traceback, whose frames hold the context, which
+            # would then never leave the checks begun.
+            probes = _Raising(e.with_traceback(None))
         with self._lock:
             self._begun[ctx] = probes
 

@@ -206,3 +206,9 @@ class TestCheck(base.TestCase):
         cellhealth.shutdown()
         gc.collect()
         self.assertEqual(0, len(health._begun))
+
+    def test_a_request_whose_check_raised_gone_leaves_nothing(self):
+        health = self.health(1, error=ValueError('no cells'))
+        health.begin(_Context(), CONF)
+        gc.collect()
+        self.assertEqual(0, len(health._begun))
