@@ -28,10 +28,17 @@ Neutron is asked for every page, with the caller's token, as Nova asks it,
 unless its notifications are read (``neutron_feed_url``,
 neutron_feed.py): then the answer to a page is kept, per token and page of
 servers, and given again for as long as the feed proves that Neutron made
-no change since it was asked for.
+no change since it was asked for. A page whose servers were on pages kept
+for the same token at the same epoch (a name sort after a rename, a shorter
+page) has theirs from those answers, and Neutron is asked for the others
+alone. What Nova's lookup gives a server is a function of Neutron's state,
+the token and that server: its ports, each its groups in the port's order,
+named as the token sees them. The ports of one server come back in the
+same order whichever servers are asked with it (the database's order of
+one ``device_id``), so an answer made of such parts is the one Nova's
+would be for the whole page.
 """
 
-import collections
 from concurrent import futures
 import functools
 import threading
@@ -39,6 +46,7 @@ import threading
 import futurist
 from oslo_utils import importutils
 
+from nova_ext.instance_list.render import neutron_answers
 from nova_ext.instance_list.render import neutron_feed
 from nova_ext import per_process
 from nova_ext.seams.internals import security_group_api
@@ -47,7 +55,6 @@ from nova_ext.seams.internals import security_group_api
 # it is installed, as Nova's own thread pools carry them.
 profiler = importutils.try_import('osprofiler.profiler')
 
-_LOCK = threading.Lock()
 _POOLS = per_process.Registry()
 
 
@@ -135,20 +142,24 @@ class _Part(object):
 class Lookup(_PageGroups):
     """The security groups of one page's servers, being asked of Neutron."""
 
-    def __init__(self, pool, context, uuids, per, keep=None):
+    def __init__(self, pool, context, uuids, per, keep=None, known=None):
         """Send the requests for ports, ``per`` servers each, to ``pool``.
 
         :param keep: called with Neutron's answer once it is in, if it is.
+        :param known: ``{uuid: groups, or None}`` of servers whose answer
+            is known (``neutron_answers.Answers.known``): Neutron is asked
+            for the others alone.
         """
         super().__init__(context, uuids)
         self._trace = trace_info()
         self._lock = threading.Lock()
         self._groups = futures.Future()
         self._keep = keep
+        self._known = known or {}
         if keep is not None:
             self.kept = False
-        chunks = [self.uuids[n:n + per]
-                  for n in range(0, len(self.uuids), per)]
+        asked = [uuid for uuid in self.uuids if uuid not in self._known]
+        chunks = [asked[n:n + per] for n in range(0, len(asked), per)]
         #: Each chunk's ports, or the error its request raised.
         self._read = [None] * len(chunks)
         self._left = len(chunks)
@@ -177,8 +188,9 @@ class Lookup(_PageGroups):
                 if error is not None:
                     raise error
                 ports.extend(read)
-            groups = self._ask(security_group_api.bindings_of_ports,
-                               ports)
+            groups = _with_known(
+                self._ask(security_group_api.bindings_of_ports, ports),
+                self._known)
         except Exception as e:
             self._groups.set_exception(e)
         else:
@@ -214,64 +226,46 @@ class Kept(_PageGroups):
 
 
 class Asked(_PageGroups):
-    """Neutron asked by the view, as Nova asks, its answer then kept."""
+    """Neutron asked by the view, as Nova asks, its answer then kept.
+
+    Asked for the servers whose answer is not ``known`` (as
+    :class:`Lookup`'s).
+    """
 
     kept = False
 
-    def __init__(self, context, uuids, keep):
+    def __init__(self, context, uuids, keep, known=None):
         super().__init__(context, uuids)
         self._keep = keep
+        self._known = known or {}
 
     def _answer(self, context, servers):
-        groups = security_group_api.bindings(context, servers)
+        groups = _with_known(security_group_api.bindings(
+            context, [server for server in servers
+                      if server['id'] not in self._known]), self._known)
         self._keep(groups)
         return groups
 
 
-class Answers(object):
-    """Neutron's answers for pages, each with the feed's epoch it holds at.
+def _with_known(asked, known):
+    """Neutron's answer for some servers, with the others' known answers.
 
-    A bounded, thread-safe LRU map: an answer is given only for the epoch
-    it was asked at.
+    Each known server's groups as lists of their own: they are another
+    page's answer, kept.
     """
-
-    def __init__(self, size):
-        self.size = size
-        self._answers = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key, epoch):
-        with self._lock:
-            found = self._answers.get(key)
-            if found is None or found[0] != epoch:
-                return None
-            self._answers.move_to_end(key)
-            return found[1]
-
-    def put(self, key, epoch, groups):
-        with self._lock:
-            self._answers[key] = (epoch, groups)
-            self._answers.move_to_end(key)
-            while len(self._answers) > self.size:
-                self._answers.popitem(last=False)
-
-
-_ANSWERS = {}
-
-
-def _answers(size):
-    with _LOCK:
-        if size not in _ANSWERS:
-            _ANSWERS.clear()
-            _ANSWERS[size] = Answers(size)
-        return _ANSWERS[size]
+    groups = {uuid: [dict(group) for group in found]
+              for uuid, found in known.items() if found}
+    groups.update(asked)
+    return groups
 
 
 def start(conf, context, uuids):
     """Start asking Neutron for the groups of the servers ``uuids``.
 
     With Neutron's feed read, an answer kept for the same token and page
-    while the feed shows no change is given again (:class:`Kept`).
+    while the feed shows no change is given again (:class:`Kept`); so are
+    those of its servers on other pages kept for the token meanwhile, and
+    Neutron is asked for the others alone.
 
     :param context: the context Nova's view asks with (the request's).
     :returns: the page's groups (a :class:`Lookup`, :class:`Kept` or
@@ -283,7 +277,7 @@ def start(conf, context, uuids):
     group = conf.nova_ext_instance_list
     if not uuids:
         return None
-    keep = None
+    keep = known = None
     feed = neutron_feed.feed(conf)
     # The token is the caller's view of Neutron: what its policy shows.
     if feed is not None and context.auth_token:
@@ -292,17 +286,25 @@ def start(conf, context, uuids):
         epoch = feed.confirm(group.neutron_feed_wait)
         if epoch is not None:
             epoch = (feed.ident, epoch)
-            answers = _answers(group.neutron_answers_kept)
-            key = (context.auth_token, tuple(uuids))
-            groups = answers.get(key, epoch)
+            answers = neutron_answers.answers(group.neutron_answers_kept)
+            token = context.auth_token
+            groups = answers.get(token, uuids, epoch)
             if groups is not None:
                 return Kept(context, uuids, groups)
-            keep = functools.partial(answers.put, key, epoch)
+            keep = functools.partial(answers.put, token, uuids, epoch)
+            known = answers.known(token, uuids, epoch)
+            if known.keys() >= set(uuids):
+                groups = {uuid: found for uuid, found in known.items()
+                          if found}
+                keep(groups)
+                return Kept(context, uuids, groups)
     size = group.neutron_requests_at_once
     if size <= 1:
-        return Asked(context, uuids, keep) if keep is not None else None
+        return (Asked(context, uuids, keep, known) if keep is not None
+                else None)
     return Lookup(_pool(size), context, uuids,
-                  security_group_api.ids_per_request(), keep=keep)
+                  security_group_api.ids_per_request(), keep=keep,
+                  known=known)
 
 
 def trace_info():
@@ -333,7 +335,6 @@ def traced(trace, function, *args):
 
 def shutdown():
     """Stop the pools' threads, once they have done their work (tests)."""
-    with _LOCK:
-        _ANSWERS.clear()
+    neutron_answers.forget()
     for pool in _POOLS.clear():
         pool.shutdown(wait=True)

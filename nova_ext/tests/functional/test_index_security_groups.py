@@ -249,8 +249,9 @@ class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
         return got
 
     def test_kept_while_neutron_s_feed_proves_it_unchanged(self):
-        # One population for the four, which take turns on its state.
+        # One population for the five, which take turns on its state.
         self._changes_notified()
+        self._other_pages_servers()
         self._change_under_way()
         self._asked_by_the_view_as_nova()
         self._feed_lost()
@@ -267,8 +268,8 @@ class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
         self.assertEqual(nova_asks, len(self.asked))
         # Another caller's token is another view of Neutron: asked.
         self._list(self.api, 'servers/detail', kept=False)
-        # Another page of servers: asked.
-        self._list(self.admin_api, uri + '&limit=4', kept=False)
+        # Another page, of servers all on the kept one: their answers.
+        self._list(self.admin_api, uri + '&limit=4', kept=True)
         # A change Neutron notified: asked again, and it shows.
         port = next(p for p in self.neutron._ports.values()
                     if p['device_id'] == self.servers['locked2']['id'])
@@ -292,6 +293,31 @@ class TestKeptSecurityGroups(rabbit.SharedBroker, _SecurityGroupsBase):
         self._list(self.admin_api, uri, kept=False)
         self._list(self.admin_api, uri, kept=False)
         self.tokens = True
+
+    def _other_pages_servers(self):
+        # A page's servers that pages kept at the same epoch showed have
+        # their groups from those; Neutron is asked for the others alone.
+        self.notifier.info({}, 'security_group.update.end', {})
+        short, longer = self.URI + '&name=srv-port', self.URI
+        first = [s['id'] for s in
+                 self._list(self.admin_api, short, kept=False).json()[
+                     'servers']]
+        before = self._counts()
+        groups, asks = self._asked_by_nova_ext(self.admin_api, longer)
+        # Asked, then kept for the comparison with Nova's answer after it.
+        self.assertEqual((before[0] + 1, before[1] + 1), self._counts())
+        self.assertEqual(3, len(first))
+        self.assertLess(set(first), groups.keys())
+        # Not vacuous: servers with groups on either side.
+        self.assertTrue(any(groups[uuid] for uuid in first))
+        self.assertTrue(any(names for uuid, names in groups.items()
+                            if uuid not in first))
+        self.assertEqual(sorted(uuid for uuid in groups
+                                if uuid not in first),
+                         sorted(uuid for _, ids in asks for uuid in ids))
+        self._list(self.admin_api, longer, kept=True)
+        # Another token knows nothing of them.
+        self._list(self.api, 'servers/detail?name=srv-port', kept=False)
 
     def _change_under_way(self):
         # Neutron commits a change between its start and its end (for a

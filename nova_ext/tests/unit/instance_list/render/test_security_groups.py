@@ -206,35 +206,37 @@ class TestLookup(base.TestCase):
         lookup.bindings(self.context, self._docs(uuids))
         self.assertEqual([None] * 4, self.traces)
 
+    def test_known_servers_are_not_asked_for(self):
+        kept = []
+        known = {'s1': [{'name': 'web'}], 's2': None}
+        lookup = security_groups.Lookup(
+            security_groups._pool(3), self.context, ['s1', 's2', 's3', 's4'],
+            2, keep=kept.append, known=known)
+        got = lookup.page()
+        self.assertEqual([['s3', 's4']], [ids for _, ids, _ in self.asked])
+        self.assertEqual([['s3', 's4']], self.groups_asked)
+        self.assertEqual({'s1': [{'name': 'web'}], 's3': [{'name': 'sg'}],
+                          's4': [{'name': 'sg'}]}, got)
+        self.assertEqual([got], kept)
+        # The known answer is another page's: this one's lists are its own.
+        self.assertIsNot(known['s1'], got['s1'])
+
+    def test_asked_by_the_view_for_servers_not_known(self):
+        kept = []
+        page = security_groups.Asked(self.context, ['s1', 's2'], kept.append,
+                                     {'s1': [{'name': 'web'}]})
+        got = page.bindings(self.context, self._docs(['s1', 's2']))
+        self.assertEqual([['s2']], [ids for _, ids, _ in self.asked])
+        self.assertEqual({'s1': [{'name': 'web'}]}, got)
+        self.assertEqual([got], kept)
+
 
 def _trace():
     prof = profiler.get()
     return prof and (prof.get_base_id(), prof.get_id(), prof.hmac_key)
 
 
-class TestAnswers(base.TestCase):
-
-    def test_given_only_at_the_epoch_asked_at(self):
-        answers = security_groups.Answers(2)
-        answers.put('page', 3, {'s1': [{'name': 'default'}]})
-        self.assertEqual({'s1': [{'name': 'default'}]},
-                         answers.get('page', 3))
-        self.assertIsNone(answers.get('page', 4))
-        self.assertIsNone(answers.get('other', 3))
-        # Asked again at a later epoch: that answer, at that epoch only.
-        answers.put('page', 4, {})
-        self.assertIsNone(answers.get('page', 3))
-        self.assertEqual({}, answers.get('page', 4))
-
-    def test_least_recently_used_dropped_first(self):
-        answers = security_groups.Answers(2)
-        answers.put('a', 1, {'a': []})
-        answers.put('b', 1, {'b': []})
-        answers.get('a', 1)
-        answers.put('c', 1, {'c': []})
-        self.assertIsNotNone(answers.get('a', 1))
-        self.assertIsNone(answers.get('b', 1))
-        self.assertIsNotNone(answers.get('c', 1))
+class TestKept(base.TestCase):
 
     def test_a_kept_answer_gives_each_page_lists_of_its_own(self):
         context = oslo_context.RequestContext(auth_token='t')

@@ -33,21 +33,9 @@ class TestNeutronFeed(base.CloudTestCase):
     def test_neutron_changes_show_at_once(self):
         admin = self.connect('admin')
         lister = stream.Lister(admin, self.connect('admin', stock=True))
-        server = admin.compute.create_server(
-            name='feed-server', image_id=self.resources['image'],
-            flavor_id=admin.compute.find_flavor('tiny').id,
-            networks='none')
-        self.addCleanup(admin.compute.delete_server, server)
-        admin.compute.wait_for_server(server, wait=300)
+        server, group, port = self._server_in_group(admin, 'feed-server',
+                                                    'feed-0')
         network = admin.network
-        group = network.create_security_group(name='feed-0')
-        self.addCleanup(network.delete_security_group, group)
-        # As the benchmark's ports: the server's id as device id, no device
-        # owner, so that Neutron sends Nova no event of its own.
-        port = network.create_port(
-            network_id=next(network.networks(is_router_external=False)).id,
-            device_id=server.id, security_group_ids=[group.id])
-        self.addCleanup(network.delete_port, port)
         # A worker proves nothing for as long after it first bound its
         # queue, which its first detailed page does.
         warming = stream.Lister(admin, self.connect('admin', stock=True))
@@ -81,6 +69,72 @@ class TestNeutronFeed(base.CloudTestCase):
         # same worker reuse the answer.
         self.assertGreaterEqual(asked, CHANGES)
         self.assertGreater(kept, 0)
+
+    def test_pages_of_servers_on_kept_pages(self):
+        # A page whose servers were on pages kept at the same epoch has
+        # their groups from those; Neutron is asked for the others alone.
+        admin = self.connect('admin')
+        lister = stream.Lister(admin, self.connect('admin', stock=True))
+        group = self._group(admin.network, 'feed-pages')
+        servers = [self._server(admin, 'feed-page-%d' % n)
+                   for n in range(1, 5)]
+        for server in servers:
+            admin.compute.wait_for_server(server, wait=300)
+            self._port(admin.network, server, group)
+        url = ('/servers/detail?all_tenants=1&name=%%5Efeed-page'
+               '&sort_key=display_name&limit=%d')
+        time.sleep(novaext.FEED_CALL_TIMEOUT + 1)
+        counted = test_stream.counters_before(self)
+        # The first of a page sorted by name renamed to be its last: the
+        # next page of three brings a server no page showed yet.
+        for limit, rename in ((3, None), (2, None), (3, 'feed-page-0'),
+                              (4, None)):
+            if rename:
+                admin.compute.update_server(servers[-1], name=rename)
+            for _ in range(3):
+                same, answer, before, after = lister.compare(
+                    url % limit, 'latest', attempts=1)
+                self.assertTrue(same, stream.first_difference(answer,
+                                                              before))
+                # Not vacuous: each server of the page in the group.
+                self.assertEqual(limit, answer[1].count(b'"feed-pages"'))
+        now = test_stream.accounted_for(self, lister, counted)
+        kept, asked, rendered = (
+            now.get(k, 0) - counted.get(k, 0)
+            for k in ('groups_kept', 'groups_asked', 'rendered'))
+        print('pages of servers on kept pages: %d sent, %d kept, %d asked'
+              % (lister.sent, kept, asked))
+        self.assertEqual(lister.sent, rendered)
+        self.assertEqual(lister.sent, kept + asked)
+
+    def _server_in_group(self, admin, name, group_name):
+        """A new server, with a port in a new group: (server, group, port)."""
+        server = self._server(admin, name)
+        admin.compute.wait_for_server(server, wait=300)
+        group = self._group(admin.network, group_name)
+        return server, group, self._port(admin.network, server, group)
+
+    def _server(self, admin, name):
+        server = admin.compute.create_server(
+            name=name, image_id=self.resources['image'],
+            flavor_id=admin.compute.find_flavor('tiny').id,
+            networks='none')
+        self.addCleanup(admin.compute.delete_server, server)
+        return server
+
+    def _group(self, network, name):
+        group = network.create_security_group(name=name)
+        self.addCleanup(network.delete_security_group, group)
+        return group
+
+    def _port(self, network, server, group):
+        # As the benchmark's ports: the server's id as device id, no device
+        # owner, so that Neutron sends Nova no event of its own.
+        port = network.create_port(
+            network_id=next(network.networks(is_router_external=False)).id,
+            device_id=server.id, security_group_ids=[group.id])
+        self.addCleanup(network.delete_port, port)
+        return port
 
     @staticmethod
     def _default(network, server):
