@@ -163,6 +163,9 @@ class Lookup(_PageGroups):
         #: Each chunk's ports, or the error its request raised.
         self._read = [None] * len(chunks)
         self._left = len(chunks)
+        if not chunks:
+            # Nothing left to ask: the known answers are the page's.
+            self._answered(_with_known({}, self._known))
         for n, chunk in enumerate(chunks):
             pool.submit(self._read_ports, n, chunk)
 
@@ -194,9 +197,12 @@ class Lookup(_PageGroups):
         except Exception as e:
             self._groups.set_exception(e)
         else:
-            if self._keep is not None:
-                self._keep(groups)
-            self._groups.set_result(groups)
+            self._answered(groups)
+
+    def _answered(self, groups):
+        if self._keep is not None:
+            self._keep(groups)
+        self._groups.set_result(groups)
 
     def _ask(self, function, *args):
         # The pool's thread logs with the request's id, as the request would.

@@ -221,6 +221,16 @@ class TestLookup(base.TestCase):
         # The known answer is another page's: this one's lists are its own.
         self.assertIsNot(known['s1'], got['s1'])
 
+    def test_every_server_known_asks_nothing(self):
+        kept = []
+        lookup = security_groups.Lookup(
+            security_groups._pool(3), self.context, ['s1', 's2'], 2,
+            keep=kept.append, known={'s1': [{'name': 'web'}], 's2': None})
+        self.assertEqual({'s1': [{'name': 'web'}]}, lookup.page())
+        self.assertEqual([], self.asked)
+        self.assertEqual([], self.groups_asked)
+        self.assertEqual([lookup.page()], kept)
+
     def test_asked_by_the_view_for_servers_not_known(self):
         kept = []
         page = security_groups.Asked(self.context, ['s1', 's2'], kept.append,
