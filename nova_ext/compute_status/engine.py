@@ -19,6 +19,7 @@ Only traits some enabled callback owns are ever removed.
 """
 
 import collections
+import functools
 
 from nova import context as nova_context
 from nova import exception as nova_exception
@@ -75,6 +76,29 @@ def read_service(cctxt, host):
         return objects.Service.get_by_compute_host(cctxt, host)
     except nova_exception.ComputeHostNotFound:
         return None
+
+
+def _until_settled(change, write, read_again):
+    """``write(change)``, then again while the service's row moves on.
+
+    A change of the row saved while a write was made, which another
+    process may have written already, would be undone by the older write:
+    the row is read again after each write (``read_again()``, the change
+    it asks for, None if the service is gone), and a change it shows is
+    written too, ``WRITES`` times at most.
+
+    :returns: how many providers were written, and the last change.
+    """
+    written = 0
+    for _attempt in range(WRITES):
+        if change is None:
+            break
+        written += write(change)
+        now = read_again()
+        if now == change:
+            break
+        change = now
+    return written, change
 
 
 def status_of(service, up):
@@ -208,32 +232,38 @@ class TraitEngine(object):
 
         Another process (another nova-api worker's consumer, a watcher's
         sweep, Nova's compute) may write the same providers for a change
-        saved after ``service`` was read and before this write: the row is
-        read again after each write, and a change it shows is written too,
-        so the last write is never the older one.
+        saved after ``service`` was read and before this write: they are
+        written until the row settles (:func:`_until_settled`).
 
         :param cctxt: a context targeted at the service's cell.
         :param up: heartbeat status (True, False or None for unknown).
         :param leave: traits these writes leave as they are.
         :returns: how many providers were written.
         """
-        written = 0
-        for _attempt in range(WRITES):
+        host = service.host
+
+        def change_of(service):
             change = self.change_for(None, status_of(service, up))
-            change = base.TraitChange(add=change.add - leave,
-                                      remove=change.remove - leave)
-            for rp_uuid in self.root_providers(cctxt, service.host):
+            return base.TraitChange(add=change.add - leave,
+                                    remove=change.remove - leave)
+
+        def write(change):
+            written = 0
+            for rp_uuid in self.root_providers(cctxt, host):
                 try:
                     written += self.apply(cctxt, rp_uuid, change)
                 except nova_exception.ResourceProviderTraitRetrievalFailed:
                     # Not in placement yet: its compute creates it, and its
                     # resource tracker already reports the disabled trait.
                     LOG.debug('Provider %s of host %s is not in placement',
-                              rp_uuid, service.host)
-            now = read_service(cctxt, service.host)
-            if now is None or status_of(now, up) == status_of(service, up):
-                break
-            service = now
+                              rp_uuid, host)
+            return written
+
+        def read_again():
+            now = read_service(cctxt, host)
+            return None if now is None else change_of(now)
+
+        written, _ = _until_settled(change_of(service), write, read_again)
         return written
 
     def _fresh_change(self, ctxt, cell, host, up):
@@ -255,24 +285,15 @@ class TraitEngine(object):
 
         An os-services change saved between the row's read and this
         write, which the ``service.update`` consumer may have written
-        already, would be undone by it: the row is read again after each
-        write, and a change it shows is written too, so the sweep's last
-        write is never the older one.
+        already, would be undone by it (:func:`_until_settled`).
 
         :param owner: ``(cell, host, heartbeat answer)`` of the provider.
         :returns: how many writes were made, and the last change.
         """
         cell, host, up = owner
-        written = 0
-        for _attempt in range(WRITES):
-            if change is None:
-                break
-            written += self.apply(ctxt, rp_uuid, change)
-            now = self._fresh_change(ctxt, cell, host, up)
-            if now == change:
-                break
-            change = now
-        return written, change
+        return _until_settled(
+            change, functools.partial(self.apply, ctxt, rp_uuid),
+            functools.partial(self._fresh_change, ctxt, cell, host, up))
 
     def reconcile(self, heartbeat, ctxt=None):
         """Make placement match every cell's services table.
