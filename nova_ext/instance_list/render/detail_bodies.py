@@ -61,7 +61,6 @@ deletion drops the ``group`` hint while the spec's text stays the same).
 """
 
 import functools
-import hashlib
 
 from nova.api.openstack import api_version_request
 from nova import conf as nova_conf
@@ -128,13 +127,7 @@ def _rows_part(listed, versions):
         places.append(place)
         firsts.setdefault(place, row)
     return ([row['uuid'] for row in listed], texts, places, firsts,
-            _digest(texts))
-
-
-def _digest(read):
-    """What tells reads apart: the digest of their repr."""
-    return hashlib.blake2b(repr(read).encode('utf-8'),
-                           digest_size=16).digest()
+            kept_bodies.digest(texts))
 
 
 class PageBody(object):
@@ -215,10 +208,10 @@ class PageBody(object):
         if last is None:
             return None
         (uuids, before, rows_before), written = last
-        _uuids, now, rows_now = self._key.shown
+        uuids_now, now, rows_now = self._key.shown
         # A body whose documents are not one per server (Nova's view
         # leaves a row out) cannot be patched by position.
-        if uuids != _uuids or len(written.starts) != len(now):
+        if uuids != uuids_now or len(written.starts) != len(now):
             return None
         changed = [n for n, (was, read) in enumerate(zip(before, now))
                    if was != read]
@@ -289,7 +282,7 @@ class PageBody(object):
                                            groups)
         # As text: what two reads write alike is the same read, as the
         # digest tells them.
-        digest = (rows_digest, _digest(columns[1:]))
+        digest = (rows_digest, kept_bodies.digest(columns[1:]))
         return _Key((self._render.request_part, request.url,
                      CONF.api.max_limit, flags,
                      listing.kwargs.get('cell_down_support', False),

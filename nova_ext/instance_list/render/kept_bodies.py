@@ -20,7 +20,15 @@ for some rows, is that body with those rows' documents written again
 its key, which holds what its rows read.
 """
 
+import hashlib
+
 from nova_ext.instance_list import lru
+
+
+def digest(read):
+    """What tells the reads of two keys apart: the digest of their repr."""
+    return hashlib.blake2b(repr(read).encode('utf-8'),
+                           digest_size=16).digest()
 
 
 class Key(tuple):

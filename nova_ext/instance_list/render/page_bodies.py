@@ -49,7 +49,6 @@ rendered again in their places; the others are not rendered.
 """
 
 import functools
-import hashlib
 import operator
 
 from nova import conf as nova_conf
@@ -125,8 +124,7 @@ def _shown(records):
     # one kind is a text of the other).
     if any(column.count(None) != len(column) for column in refusable):
         shown.extend(refusable)
-    digest = hashlib.blake2b(repr(shown).encode('utf-8'), digest_size=16)
-    return shown, digest.digest()
+    return shown, kept_bodies.digest(shown)
 
 
 def body(bodies, key, render, render_rows=None):

@@ -300,8 +300,7 @@ def start(conf, context, uuids):
             keep = functools.partial(answers.put, token, uuids, epoch)
             known = answers.known(token, uuids, epoch)
             if known.keys() >= set(uuids):
-                groups = {uuid: found for uuid, found in known.items()
-                          if found}
+                groups = _with_known({}, known)
                 keep(groups)
                 return Kept(context, uuids, groups)
     size = group.neutron_requests_at_once
