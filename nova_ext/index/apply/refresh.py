@@ -402,11 +402,15 @@ def process_pending(ctx, conf, limit=None, skip=None, done=None):
     """
     engine = db.get_engine(conf)
     watch.get_watch(conf).settle(engine)
+    passed = set(skip or ()) | set(done or ())
+    # Not even the turn where another applied them since the wake: the
+    # others wait for a holder with nothing to do as for any other.
+    if pending.none_left(engine, passed):
+        return 0
     with turn.held(engine, conf.nova_ext_index.query_timeout) as held:
         with held.reading() as conn:
             taken = pending.take_on(
-                conn, limit or conf.nova_ext_index.batch_size,
-                skip=set(skip or ()) | set(done or ()))
+                conn, limit or conf.nova_ext_index.batch_size, skip=passed)
         if not taken:
             return 0
         failed = apply_marks(ctx, conf, taken)

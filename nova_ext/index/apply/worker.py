@@ -21,6 +21,11 @@ are applied as they come. Meanwhile they stay pending: each list request
 tries them itself, and a request that finds more than
 ``[nova_ext_index]catch_up_limit`` pending, or one it cannot read, is
 Nova's.
+
+Each process that records a change wakes its own worker, and with writes
+running most find the marks applied by another by the time they look: a
+worker looks before it waits for the turn (``turn``), so that the list
+requests waiting for it do not wait behind workers with nothing to do.
 """
 
 import threading

@@ -29,6 +29,7 @@ clocks said (``nova_ext.index.marks.sequence``).
 import functools
 import time
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from nova_ext.index import db
@@ -223,6 +224,17 @@ def take(engine, limit, skip=()):
     """
     with engine.connect() as conn:
         return take_on(conn, limit, skip)
+
+
+def none_left(engine, skip=()):
+    """Whether no mark is pending but those of ``skip``'s uuids.
+
+    A read that fails says there may be.
+    """
+    try:
+        return not take(engine, 1, skip)
+    except (sa.exc.SQLAlchemyError, db_exc.DBError):
+        return False
 
 
 def take_on(conn, limit, skip=()):

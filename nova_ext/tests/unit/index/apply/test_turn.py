@@ -188,17 +188,25 @@ class TestAppliersWaitForTheTurn(index_base.IndexDBTestCase):
             refresh, 'refresh', return_value=({}, []))).mock
         pending.mark(self.engine, [('u1', 1.0)])
 
-    def _while_other_applies(self, apply):
+    def _while_other_holds(self, apply, applies_meanwhile=False):
+        """What ``apply`` returns while another process holds the turn.
+
+        :param applies_meanwhile: the other applies the mark and ends its
+            turn once ``apply`` waits for it; else ``apply`` returns
+            without the turn, not waiting ``query_timeout`` (30 s).
+        """
         other = OtherProcess(self, self.url())
         done = []
         thread = threading.Thread(target=lambda: done.append(apply()))
         thread.start()
-        thread.join(0.5)
-        self.assertEqual([], done)
-        # The other process applies the mark, then ends its turn.
-        pending.unmark(self.engine, pending.take(self.engine, 10))
-        other.release()
-        thread.join(30)
+        if applies_meanwhile:
+            thread.join(0.5)
+            self.assertEqual([], done)
+            pending.unmark(self.engine, pending.take(self.engine, 10))
+            other.release()
+            thread.join(30)
+        else:
+            thread.join(10)
         self.assertEqual(1, len(done))
         self.applied.assert_not_called()
         return done[0]
@@ -207,12 +215,27 @@ class TestAppliersWaitForTheTurn(index_base.IndexDBTestCase):
         return self.engine.url.render_as_string(hide_password=False)
 
     def test_a_list_finds_the_marks_applied_by_the_other(self):
-        self.assertIsNone(self._while_other_applies(
-            lambda: catch_up.CatchUp(self.conf.conf)(self.ctx)))
+        self.assertIsNone(self._while_other_holds(
+            lambda: catch_up.CatchUp(self.conf.conf)(self.ctx),
+            applies_meanwhile=True))
 
     def test_the_worker_finds_the_marks_applied_by_the_other(self):
-        self.assertEqual(0, self._while_other_applies(
+        self.assertEqual(0, self._while_other_holds(
+            lambda: refresh.process_pending(self.ctx, self.conf.conf),
+            applies_meanwhile=True))
+
+    def test_the_worker_waits_for_no_turn_once_another_applied_them(self):
+        pending.unmark(self.engine, pending.take(self.engine, 10))
+        self.assertEqual(0, self._while_other_holds(
             lambda: refresh.process_pending(self.ctx, self.conf.conf)))
+
+    def test_the_worker_waits_for_no_turn_for_marks_it_passes_over(self):
+        # u1's mark applied by this worker and held (it stays): nothing
+        # else waits.
+        self.assertEqual(0, self._while_other_holds(
+            lambda: refresh.process_pending(self.ctx, self.conf.conf,
+                                            done={'u1'})))
+        self.assertEqual(['u1'], list(pending.take(self.engine, 10)))
 
     def read(self, uuid, ticket):
         """What another process's read of ``uuid`` writes in the index."""

@@ -127,6 +127,17 @@ class TestPending(index_base.IndexDBTestCase):
         self.assertEqual({}, pending.take(self.engine, 2,
                                           skip={'old', 'mid', 'new'}))
 
+    def test_none_left_but_those_passed_over(self):
+        self.assertTrue(pending.none_left(self.engine))
+        pending.mark(self.engine, [('a', 1.0), ('b', 2.0)])
+        self.assertFalse(pending.none_left(self.engine))
+        self.assertFalse(pending.none_left(self.engine, skip={'a'}))
+        self.assertTrue(pending.none_left(self.engine, skip={'a', 'b'}))
+
+    def test_none_left_is_not_said_by_a_read_that_fails(self):
+        # A database without the index's tables.
+        self.assertFalse(pending.none_left(sa.create_engine('sqlite://')))
+
     def statements(self, engine):
         seen = []
         sa.event.listen(engine, 'before_cursor_execute',
