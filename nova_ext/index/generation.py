@@ -179,14 +179,27 @@ _SETTLED = sa.select(sa.exists().select_from(schema.PENDING),
                      .scalar_subquery())
 
 
-def read(engine):
+_CHANGES = sa.select(
+    schema.CHANGES.c.generation, schema.CHANGES.c.token,
+    schema.CHANGES.c.uuid).where(
+        schema.CHANGES.c.generation >= sa.bindparam('since'),
+        schema.CHANGES.c.generation <= sa.bindparam('now'))
+
+
+def read(engine, first=None):
     """The generation now, ``(generation, token)``; None if unknown.
 
     Read before a list's query, which then sees this state or a later one.
+
+    :param first: as :func:`settled`'s; None: on a connection of
+        ``engine``.
     """
     try:
-        with engine.connect() as conn:
-            row = conn.execute(_READ).first()
+        if first is not None:
+            row = first(engine, _READ)
+        else:
+            with engine.connect() as conn:
+                row = conn.execute(_READ).first()
     except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
         LOG.debug('nova_ext index generation unread: %s', e)
         return None
@@ -215,11 +228,14 @@ def settled(engine, first):
     return bool(waiting), None if now is None else (now, token), ticket or 0
 
 
-def changes(engine, since, now):
+def changes(engine, since, now, rows=None):
     """The uuids of the instances written after ``since`` up to ``now``.
 
     :param since: a generation read before, ``read()``'s pair.
     :param now: a later one.
+    :param rows: ``rows(engine, statement, params)``, every row a
+        statement reads (``nova_ext.instance_list.direct_reads.rows``);
+        None: on a connection of ``engine``.
     :returns: a set of uuids; None where it cannot be told: a move that
         did not name its instances, one whose changes were dropped (more
         than ``KEPT`` generations ago), or a pair this index's changes do
@@ -227,19 +243,19 @@ def changes(engine, since, now):
     """
     if not since[0] < now[0] <= since[0] + KEPT:
         return None
-    log = schema.CHANGES
+    params = {'since': since[0], 'now': now[0]}
     try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(log.c.generation, log.c.token, log.c.uuid).where(
-                    log.c.generation >= since[0],
-                    log.c.generation <= now[0])).all()
+        if rows is not None:
+            read = rows(engine, _CHANGES, params)
+        else:
+            with engine.connect() as conn:
+                read = conn.execute(_CHANGES, params).all()
     except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
         LOG.debug('nova_ext index changes unread: %s', e)
         return None
-    tokens = dict((g, t) for g, t, _u in rows)
+    tokens = dict((g, t) for g, t, _u in read)
     if (tokens.get(since[0]) != since[1] or tokens.get(now[0]) != now[1]
             or len(tokens) != now[0] - since[0] + 1):
         return None
-    uuids = set(u for g, _t, u in rows if g > since[0])
+    uuids = set(u for g, _t, u in read if g > since[0])
     return None if None in uuids else uuids

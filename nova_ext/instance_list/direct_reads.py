@@ -16,7 +16,9 @@ cells' check, ``cellhealth``) and the index whether changes wait
 (``generation.settled``, from ``catch_up``), a rendered list asks the
 API database whether build requests exist (``render.fastpath``), and a
 detailed one that shows ``host_status`` reads its hosts' service
-generations from the index (``services``). Through
+generations from the index (``services``), and a list whose page is kept at
+an older generation reads the generation and the servers written since
+(``page_cache``). Through
 oslo.db's engines (Nova's, the index's) each costs three round trips:
 the pool's ping when a connection is taken (oslo.db's engines ping on
 every checkout), the statement, and the rollback that ends the

@@ -48,6 +48,7 @@ from nova_ext.index.upkeep import rules
 from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import cellhealth
+from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import index_checks
 from nova_ext.instance_list import index_reads
 from nova_ext.instance_list import page_cache
@@ -330,7 +331,8 @@ class IndexDriver(base.RowsDriver):
         if pages is None:
             return None, None, None
         if now is None:
-            now = generation.read(db.get_engine(self.conf))
+            now = generation.read(db.get_engine(self.conf),
+                                  direct_reads.first)
         if now is None:
             return None, None, None
         return pages, page_cache.key(ctx, query), now

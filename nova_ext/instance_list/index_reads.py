@@ -159,11 +159,12 @@ def _bring_volumes(driver, ctx, uuids, indexed, changed):
     kept.
     """
     again = [uuid for uuid in uuids if uuid in changed]
+    if not again:
+        return indexed
     held = dict(indexed.shown)
     for uuid in again:
         held.pop(uuid, None)
-    if again:
-        held.update(_indexed_volumes(driver, ctx, again).shown)
+    held.update(_indexed_volumes(driver, ctx, again).shown)
     return _Volumes(held)
 
 

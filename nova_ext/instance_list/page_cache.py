@@ -41,6 +41,7 @@ too.
 import collections
 
 from nova_ext.index import generation
+from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import lru
 
 #: Under which key a non-admin's list is scoped (Nova's query reads it).
@@ -95,7 +96,7 @@ class Rows(tuple):
     """A page's rows as kept, and ``memo``: what was worked out from them.
 
     A value brought up to date (``page_patch``) is kept as new rows, with
-    a memo of its own.
+    a memo of its own, where any of its rows changed.
     """
 
     def __new__(cls, rows):
@@ -157,7 +158,7 @@ def current_at(pages, key, now, engine, bring):
         # Read at ``now`` if the generation has not moved since: else some
         # instances not read again may have changed after it, and are
         # read again from there.
-        moved = generation.read(engine)
+        moved = generation.read(engine, direct_reads.first)
         if moved == now:
             value = keep(pages, key, now, value)
             pages.outcomes['brought'] += 1
@@ -179,7 +180,7 @@ def changes(pages, engine, then, now):
     """
     found = pages.changes.get((then, now))
     if found is None:
-        found = generation.changes(engine, then, now)
+        found = generation.changes(engine, then, now, direct_reads.rows)
         if found is not None:
             found = frozenset(found)
             pages.changes.put((then, now), found)

@@ -75,8 +75,9 @@ def bring(driver, ctx, query, rows, changed):
         gave them, before Nova's query code.
     :param rows: the page's rows, as kept.
     :param changed: uuids of the instances written since.
-    :returns: the rows of the page now (``page_cache.Rows``, with a memo
-        of their own), or None if it is to be listed.
+    :returns: the rows of the page now, or None if it is to be listed:
+        ``rows`` itself, with its memo, where none of them changed; else
+        new ``page_cache.Rows``, with a memo of their own.
     """
     (filters, limit, marker, attrs, sort_keys, sort_dirs,
      cell_down_support, _columns) = query
@@ -138,4 +139,8 @@ def bring(driver, ctx, query, rows, changed):
             return None
         if any(position[uuid] < position[last] for uuid in came):
             return None
+    if not place.keys() & changed:
+        # Not one of its rows was written since: what was worked out from
+        # them holds (``base.Page.memo``).
+        return rows
     return page_cache.Rows(row for row in kept if row['uuid'] not in gone)

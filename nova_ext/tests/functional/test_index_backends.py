@@ -414,10 +414,46 @@ class _Schema(_OnServer):
             self.assertEqual(
                 (True, before),
                 generation.settled(engine, direct_reads.first)[:2])
+            self.assertEqual(before,
+                             generation.read(engine, direct_reads.first))
         after = generation.read(engine)
         self.assertEqual(before[0] + 1, after[0])
         self.assertEqual((False, after),
                          generation.settled(engine, direct_reads.first)[:2])
+        self.assertEqual(after, generation.read(engine, direct_reads.first))
+
+    def test_what_changed_between_generations_read_directly(self):
+        # A page brought up to date reads which servers were written
+        # between two generations in one statement of its own: the same
+        # answer as on a connection of the index's engine.
+        engine = self.index.engine
+        self.addCleanup(direct_reads.dispose)
+        c = source.INSTANCES.c
+        before = generation.read(engine)
+
+        def write(uuid, id):
+            def _write(conn):
+                generation.touched(conn, [uuid])
+                conn.execute(sa.insert(source.INSTANCES).values(
+                    id=id, uuid=uuid, deleted=0))
+            db.write(engine, _write)
+        write('a', 1)
+        between = generation.read(engine, direct_reads.first)
+        write('b', 2)
+        after = generation.read(engine, direct_reads.first)
+        self.assertEqual((before[0] + 2, after[1]), after)
+        for since, now, written in ((before, between, {'a'}),
+                                    (before, after, {'a', 'b'}),
+                                    (between, after, {'b'})):
+            self.assertEqual(written, generation.changes(
+                engine, since, now, direct_reads.rows))
+            self.assertEqual(written, generation.changes(engine, since, now))
+        # Another state of the index: nothing can be told.
+        self.assertIsNone(generation.changes(
+            engine, (before[0], 'other'), after, direct_reads.rows))
+        with engine.connect() as conn:
+            self.assertEqual(['a', 'b'], [r[0] for r in conn.execute(
+                sa.select(c.uuid).order_by(c.id))])
 
     def test_service_changes_racing_for_one_host(self):
         # Another process bumps a host this bump found missing, just before

@@ -972,6 +972,33 @@ class TestRenderCacheParity(_RenderCacheMixin, TestIndexParity):
             self.assertEqual('srv-brought', got[0]['name'])
             self.assertSameAnswer(self.admin_api, uri, served=True)
 
+    def test_a_page_none_of_whose_rows_changed_keeps_its_memo(self):
+        # What was worked out from a page's rows (its body's key) holds
+        # while none of them is written: written off the page, it is not
+        # worked out again; on it, it is.
+        # A detailed page's volumes are kept and brought beside its rows.
+        for uri, module, work, brought in (
+                ('servers?all_tenants=1&limit=2', page_bodies, '_shown', 1),
+                ('servers/detail?all_tenants=1&limit=2', detail_bodies,
+                 '_rows_part', 2)):
+            # Listed, then kept: worked out for the rows kept.
+            self._get(self.admin_api, uri)
+            shown = self._get(self.admin_api, uri).json()['servers']
+            off = next(self.servers[label] for label in ('active1',
+                                                         'stopped1')
+                       if self.servers[label]['id'] not in
+                       [s['id'] for s in shown])
+            for n, (server, worked_out) in enumerate(((off, 0),
+                                                      (shown[0], 1))):
+                self.admin_api.put_server(
+                    server['id'], {'server': {'name': 'srv-memo%d' % n}})
+                self.sync_index()
+                with mock.patch.object(module, work,
+                                       wraps=getattr(module, work)) as w:
+                    self.assertEqual({'brought': brought},
+                                     self._cache_outcome(uri))
+                self.assertEqual(worked_out, w.call_count, (uri, n))
+
     def test_tags_any_pages_when_a_server_gains_a_tag(self):
         # Nova's tags-any query is a row per matching tag of a server: the
         # server with both tags now is two rows of it.
