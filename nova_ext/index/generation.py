@@ -186,20 +186,15 @@ _CHANGES = sa.select(
         schema.CHANGES.c.generation <= sa.bindparam('now'))
 
 
-def read(engine, first=None):
+def read(engine, first):
     """The generation now, ``(generation, token)``; None if unknown.
 
     Read before a list's query, which then sees this state or a later one.
 
-    :param first: as :func:`settled`'s; None: on a connection of
-        ``engine``.
+    :param first: as :func:`settled`'s.
     """
     try:
-        if first is not None:
-            row = first(engine, _READ)
-        else:
-            with engine.connect() as conn:
-                row = conn.execute(_READ).first()
+        row = first(engine, _READ)
     except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
         LOG.debug('nova_ext index generation unread: %s', e)
         return None
@@ -228,14 +223,13 @@ def settled(engine, first):
     return bool(waiting), None if now is None else (now, token), ticket or 0
 
 
-def changes(engine, since, now, rows=None):
+def changes(engine, since, now, rows):
     """The uuids of the instances written after ``since`` up to ``now``.
 
     :param since: a generation read before, ``read()``'s pair.
     :param now: a later one.
     :param rows: ``rows(engine, statement, params)``, every row a
-        statement reads (``nova_ext.instance_list.direct_reads.rows``);
-        None: on a connection of ``engine``.
+        statement reads (``nova_ext.instance_list.direct_reads.rows``).
     :returns: a set of uuids; None where it cannot be told: a move that
         did not name its instances, one whose changes were dropped (more
         than ``KEPT`` generations ago), or a pair this index's changes do
@@ -245,11 +239,7 @@ def changes(engine, since, now, rows=None):
         return None
     params = {'since': since[0], 'now': now[0]}
     try:
-        if rows is not None:
-            read = rows(engine, _CHANGES, params)
-        else:
-            with engine.connect() as conn:
-                read = conn.execute(_CHANGES, params).all()
+        read = rows(engine, _CHANGES, params)
     except (sa.exc.SQLAlchemyError, db_exc.DBError) as e:
         LOG.debug('nova_ext index changes unread: %s', e)
         return None

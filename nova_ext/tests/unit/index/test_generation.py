@@ -65,7 +65,7 @@ class TestChangesListed(unit_base.TestCase):
 class TestGeneration(base.IndexDBTestCase):
 
     def now(self):
-        return generation.read(self.engine)
+        return generation.read(self.engine, direct_reads.first)
 
     def _insert(self, conn, uuid='u-1'):
         conn.execute(sa.insert(source.INSTANCES).values(
@@ -149,7 +149,8 @@ class TestGeneration(base.IndexDBTestCase):
         self.flags(connection='sqlite:///%s' % os.path.join(tmp, 'j.sqlite'),
                    group='nova_ext_index')
         migration.db_sync(self.conf.conf)
-        other = generation.read(db.get_engine(self.conf.conf))
+        other = generation.read(db.get_engine(self.conf.conf),
+                                direct_reads.first)
         self.assertEqual(first[0], other[0])
         self.assertNotEqual(first[1], other[1])
 
@@ -163,7 +164,7 @@ class TestSettled(base.IndexDBTestCase):
     """Whether a change waits, and the generation, in one statement."""
 
     def now(self):
-        return generation.read(self.engine)
+        return generation.read(self.engine, direct_reads.first)
 
     def settled(self):
         # As a list request reads it.
@@ -212,7 +213,10 @@ class TestChanges(base.IndexDBTestCase):
     """Which instances each move of the generation wrote."""
 
     def now(self):
-        return generation.read(self.engine)
+        return generation.read(self.engine, direct_reads.first)
+
+    def changes(self, since, now):
+        return generation.changes(self.engine, since, now, direct_reads.rows)
 
     def write(self, uuid, named=True):
         def _write(conn):
@@ -235,39 +239,39 @@ class TestChanges(base.IndexDBTestCase):
         writer.apply(self.engine, read, ['u-1', 'u-2'])
         g1 = self.now()
         self.assertEqual({'u-1', 'u-2'},
-                         generation.changes(self.engine, g0, g1))
+                         self.changes(g0, g1))
         db.write(self.engine, lambda conn: writer.delete_rows(conn, ['u-2']))
         g2 = self.now()
-        self.assertEqual({'u-2'}, generation.changes(self.engine, g1, g2))
+        self.assertEqual({'u-2'}, self.changes(g1, g2))
         self.assertEqual({'u-1', 'u-2'},
-                         generation.changes(self.engine, g0, g2))
-        self.assertEqual({'u-3'}, generation.changes(
-            self.engine, g2, self.write('u-3')))
+                         self.changes(g0, g2))
+        self.assertEqual({'u-3'}, self.changes(
+            g2, self.write('u-3')))
 
     def test_a_write_that_names_none_may_have_changed_anything(self):
         g0 = self.now()
         g1 = self.write('u-1', named=False)
         g2 = self.write('u-22')
-        self.assertIsNone(generation.changes(self.engine, g0, g1))
-        self.assertIsNone(generation.changes(self.engine, g0, g2))
-        self.assertEqual({'u-22'}, generation.changes(self.engine, g1, g2))
+        self.assertIsNone(self.changes(g0, g1))
+        self.assertIsNone(self.changes(g0, g2))
+        self.assertEqual({'u-22'}, self.changes(g1, g2))
 
     def test_only_later_generations_of_this_index_are_told(self):
         g0 = self.now()
         g1 = self.write('u-1')
-        self.assertEqual({'u-1'}, generation.changes(self.engine, g0, g1))
-        self.assertIsNone(generation.changes(self.engine, g1, g1))
-        self.assertIsNone(generation.changes(self.engine, g1, g0))
-        self.assertIsNone(generation.changes(
-            self.engine, g0, (g0[0] + generation.KEPT + 1, g1[1])))
+        self.assertEqual({'u-1'}, self.changes(g0, g1))
+        self.assertIsNone(self.changes(g1, g1))
+        self.assertIsNone(self.changes(g1, g0))
+        self.assertIsNone(self.changes(
+            g0, (g0[0] + generation.KEPT + 1, g1[1])))
         # Pairs of another index (or of this one before a restore).
-        self.assertIsNone(generation.changes(self.engine, (g0[0], 'x'), g1))
-        self.assertIsNone(generation.changes(self.engine, g0, (g1[0], 'x')))
+        self.assertIsNone(self.changes((g0[0], 'x'), g1))
+        self.assertIsNone(self.changes(g0, (g1[0], 'x')))
         # A generation moved without its changes written: not told.
         with self.engine.begin() as conn:
             conn.execute(sa.text('DELETE FROM nova_ext_index_changes '
                                  'WHERE generation = %d' % g1[0]))
-        self.assertIsNone(generation.changes(self.engine, g0, g1))
+        self.assertIsNone(self.changes(g0, g1))
 
     def test_old_changes_are_dropped(self):
         table = 'nova_ext_index_changes'
@@ -277,8 +281,7 @@ class TestChanges(base.IndexDBTestCase):
                 % (2 * generation.KEPT - 3)))
         before = self.write('u-0')
         old = self.write('u-1')
-        self.assertEqual({'u-1'}, generation.changes(self.engine, before,
-                                                     old))
+        self.assertEqual({'u-1'}, self.changes(before, old))
         with self.engine.begin() as conn:
             conn.execute(sa.text(
                 "INSERT INTO %s (generation, token, uuid) VALUES "

@@ -26,6 +26,7 @@ from nova_ext.index.marks import watch
 from nova_ext.index import schema
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import catch_up
+from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import index
 from nova_ext.instance_list import page_cache
 from nova_ext.tests.unit import base
@@ -144,7 +145,7 @@ class TestGenerationReadWithTheMarks(index_base.IndexDBTestCase):
         self.ctx = nova_context.get_admin_context()
 
     def test_nothing_waiting_gives_the_generation_it_was_read_with(self):
-        now = generation.read(self.engine)
+        now = generation.read(self.engine, direct_reads.first)
         self.assertEqual(now, self.catch_up(self.ctx))
         # Which the request's page key then takes as it is.
         driver = index.IndexDriver(self.conf.conf)

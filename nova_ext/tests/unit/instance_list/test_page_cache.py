@@ -18,6 +18,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index.apply import source
 from nova_ext.index import db
 from nova_ext.index import generation
+from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import page_cache
 from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base
@@ -70,7 +71,7 @@ class TestCurrent(index_base.IndexDBTestCase):
         self.written = 0
 
     def now(self):
-        return generation.read(self.engine)
+        return generation.read(self.engine, direct_reads.first)
 
     def write(self, uuid, named=True):
         self.written += 1
