@@ -18,6 +18,7 @@ byte for byte with Nova's answer at that moment, and must have been served
 by the index.
 """
 
+import collections
 import threading
 
 from nova.cmd import manage
@@ -29,6 +30,7 @@ from nova_ext import conf as ext_conf
 from nova_ext.index.apply import refresh
 from nova_ext.index.marks import pending
 from nova_ext.index.marks import process
+from nova_ext.instance_list import page_cache
 from nova_ext.seams import db_writes
 from nova_ext.seams.internals import heap
 from nova_ext.tests.functional import test_index_parity as parity
@@ -120,6 +122,26 @@ class TestCaptureReadYourWrites(_CaptureBase):
         self.assertListsNow(('', 'status=SHUTOFF'))
         self._delete_server(server)
         self.assertListsNow()
+
+    def test_a_kept_page_written_off_and_on_shows_writes_at_once(self):
+        # A full page kept; then a server off it written, then one on it.
+        # Each list right after the write is brought up to date by the
+        # request's catch-up, not listed anew (the page kept as it was
+        # for the first, its changed row read again for the second), and
+        # is Nova's at that moment, served by nova_ext.
+        pages = page_cache.cache(ext_conf.CONF)
+        older = self._built()
+        newer = self._built()
+        queries = ('limit=1', 'all_tenants=1&limit=1')
+        self.assertListsNow(queries)
+        for n, server in enumerate((older, newer)):
+            self.api.put_server(server['id'],
+                                {'server': {'name': 'page-%d' % n}})
+            before = collections.Counter(pages.outcomes)
+            self.assertListsNow(queries)
+            outcomes = pages.outcomes - before
+            self.assertGreater(outcomes['brought'], 0, n)
+            self.assertEqual(0, outcomes['listed'], n)
 
     def test_network_events_show_at_once(self):
         port = self.neutron.port_1
