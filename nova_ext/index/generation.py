@@ -217,7 +217,7 @@ def settled(engine, first):
     (``pending.look``).
 
     :param first: ``first(engine, statement)``, the first row a statement
-        reads (``nova_ext.instance_list.direct_reads.first``).
+        reads (``nova_ext.direct_reads.first``).
     """
     waiting, now, token, ticket = first(engine, _SETTLED)
     return bool(waiting), None if now is None else (now, token), ticket or 0
@@ -229,7 +229,7 @@ def changes(engine, since, now, rows):
     :param since: a generation read before, ``read()``'s pair.
     :param now: a later one.
     :param rows: ``rows(engine, statement, params)``, every row a
-        statement reads (``nova_ext.instance_list.direct_reads.rows``).
+        statement reads (``nova_ext.direct_reads.rows``).
     :returns: a set of uuids; None where it cannot be told: a move that
         did not name its instances, one whose changes were dropped (more
         than ``KEPT`` generations ago), or a pair this index's changes do

@@ -21,6 +21,7 @@ cannot apply at once, it hands to Nova's path.
 
 import time
 
+from nova_ext import direct_reads
 from nova_ext.index.apply import refresh
 from nova_ext.index.apply import turn
 from nova_ext.index import db
@@ -32,7 +33,6 @@ from nova_ext.index.marks import watch
 from nova_ext.index.marks import witness
 from nova_ext.index.upkeep import rules
 from nova_ext.instance_list import base
-from nova_ext.instance_list import direct_reads
 
 
 def unrecorded():

@@ -41,7 +41,7 @@ from nova import context as nova_context
 from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 
-from nova_ext.instance_list import direct_reads
+from nova_ext import direct_reads
 from nova_ext import per_process
 from nova_ext.seams.internals import cells as nova_cells
 

@@ -35,6 +35,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext import direct_reads
 from nova_ext import exception
 from nova_ext.index.apply import source
 from nova_ext.index import db
@@ -48,7 +49,6 @@ from nova_ext.index.upkeep import rules
 from nova_ext.instance_list import base
 from nova_ext.instance_list import catch_up
 from nova_ext.instance_list import cellhealth
-from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import index_checks
 from nova_ext.instance_list import index_reads
 from nova_ext.instance_list import page_cache

@@ -40,8 +40,8 @@ too.
 
 import collections
 
+from nova_ext import direct_reads
 from nova_ext.index import generation
-from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import lru
 
 #: Under which key a non-admin's list is scoped (Nova's query reads it).

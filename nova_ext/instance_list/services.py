@@ -49,10 +49,10 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext import direct_reads
 from nova_ext.index import db
 from nova_ext.index.feeds import service_changes
 from nova_ext.instance_list import base
-from nova_ext.instance_list import direct_reads
 from nova_ext.seams.internals import cells as nova_cells
 
 LOG = logging.getLogger(__name__)

@@ -15,7 +15,6 @@ import collections
 import functools
 import time
 
-from nova.db.api import models as api_models
 from nova import exception as nova_exception
 from nova import objects
 from oslo_db import exception as db_exc
@@ -186,22 +185,6 @@ def refresh_now(ctx, conf, uuids, rewrite=False):
     return totals, failed
 
 
-@api_db.reader
-def cells_of(context, uuids):
-    """``{instance uuid: cell uuid, or None for a build request}``.
-
-    Of the instances that have a mapping; two columns of a join, where
-    InstanceMappingList would build a mapping and a cell object per
-    instance (a fifth of a refresh's time).
-    """
-    mappings = api_models.InstanceMapping.__table__
-    cells = api_models.CellMapping.__table__
-    return dict(context.session.execute(
-        sa.select(mappings.c.instance_uuid, cells.c.uuid).select_from(
-            mappings.outerjoin(cells, mappings.c.cell_id == cells.c.id))
-        .where(mappings.c.instance_uuid.in_(uuids))).all())
-
-
 def locate(ctx, uuids):
     """The cell of each of ``uuids`` in which Nova lists it.
 
@@ -211,7 +194,7 @@ def locate(ctx, uuids):
     :returns: ``({uuid: cell uuid}, [uuids that could not be located])``,
         without the uuids that have no mapping, nor those in no cell.
     """
-    mapped = cells_of(ctx, uuids)
+    mapped = api_db.cells_of(uuids)
     unplaced = [u for u, cell_uuid in mapped.items() if cell_uuid is None]
     if not unplaced:
         return mapped, []

@@ -24,6 +24,7 @@ import functools
 
 import sqlalchemy as sa
 
+from nova_ext import direct_reads
 from nova_ext.index import db
 from nova_ext.index import schema
 
@@ -72,20 +73,15 @@ def generations(engine, hosts, rows=None):
     """``{host: generation}``; a host never changed is at 0.
 
     :param rows: ``rows(engine, statement, params)``, every row a
-        statement reads (``nova_ext.instance_list.direct_reads.rows``,
+        statement reads (``nova_ext.direct_reads.rows``,
         one round trip); by default, read on a connection of ``engine``.
     """
     hosts = sorted(set(hosts))
     found = dict.fromkeys(hosts, 0)
     if not hosts:
         return found
-    # The list padded to a power of two with its last host: a few
-    # statements, each compiled once, serve every number of hosts.
-    size = 1 << (len(hosts) - 1).bit_length()
-    padded = hosts + hosts[-1:] * (size - len(hosts))
-    found.update((rows or _rows)(
-        engine, _generations_of(size),
-        {'h%d' % n: name for n, name in enumerate(padded)}))
+    size, params = direct_reads.padded(hosts, 'h')
+    found.update((rows or _rows)(engine, _generations_of(size), params))
     return found
 
 
@@ -98,4 +94,4 @@ def _rows(engine, statement, params):
 def _generations_of(size):
     """The statement of the generations of ``size`` hosts, h0 to h<size-1>."""
     return sa.select(CHANGES.c.host, CHANGES.c.generation).where(
-        CHANGES.c.host.in_([sa.bindparam('h%d' % n) for n in range(size)]))
+        direct_reads.in_list(CHANGES.c.host, size, 'h'))

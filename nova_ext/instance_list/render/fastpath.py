@@ -31,9 +31,9 @@ from nova import exception as nova_exception
 from nova import objects
 import sqlalchemy as sa
 
+from nova_ext import direct_reads
 from nova_ext import exception
 from nova_ext.instance_list import base
-from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list.render import narrow
 from nova_ext.instance_list.render import request_specs
 from nova_ext.instance_list.render import rows

@@ -19,10 +19,18 @@ nova_ext reads them from the object Nova's loader makes of the stored
 JSON (``obj_from_primitive``), without the rest of the build (the group
 read again, the fields not stored).
 
+Each read of the table is one statement in one round trip, on a
+connection of nova_ext's own to the database of the engine Nova's reads
+of the API database use (``nova_ext.direct_reads``), where a transaction
+of Nova's costs three. The functions take the request's context, as
+Nova's objects do; the read does not depend on it.
+
 The contract test is
 ``nova_ext.tests.unit.seams.test_internals_request_specs``.
 """
 
+
+import functools
 
 from nova.db.api import models as api_models
 from nova import objects
@@ -30,6 +38,7 @@ from oslo_serialization import jsonutils
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from nova_ext import direct_reads
 from nova_ext.seams import internals
 from nova_ext.seams.internals import api_db
 
@@ -57,19 +66,35 @@ def _digest(dialect, table):
     return None
 
 
-def _combined_query(dialect, table, instance_uuids):
+_SPECS = api_models.RequestSpec.__table__
+
+
+def _of(size):
+    """Where a row is of the instances of :func:`_asked`'s ``size``."""
+    return direct_reads.in_list(_SPECS.c.instance_uuid, size, 'u')
+
+
+def _asked(instance_uuids):
+    """``(size, params)`` of the instances' IN list (``direct_reads``)."""
+    return direct_reads.padded(instance_uuids, 'u')
+
+
+@functools.lru_cache(maxsize=None)
+def _combined_query(dialect, size):
     """The statement of :func:`combined`, or None where there is none.
 
     MySQL and MariaDB only: each half of the 128 first bits of each row's
     digest, XORed over the rows (``BIT_XOR``), with the count of rows and
     of digests. The digests are made once, in a derived table its LIMIT
     keeps the server from merging into the outer query.
+
+    :param size: the size of the IN list of the instances' uuids, whose
+        values :func:`_asked` gives.
     """
     if dialect not in ('mysql', 'mariadb'):
         return None
-    digests = sa.select(_digest(dialect, table).label('d')).where(
-        table.c.instance_uuid.in_(instance_uuids)).limit(
-            2 ** 64 - 1).subquery()
+    digests = sa.select(_digest(dialect, _SPECS).label('d')).where(
+        _of(size)).limit(2 ** 64 - 1).subquery()
 
     def half(start):
         return sa.func.bit_xor(sa.cast(sa.func.conv(
@@ -94,15 +119,16 @@ def combine(digests):
     return len(digests), first, second
 
 
-@api_db.reader
-def _combined(context, instance_uuids):
-    statement = _combined_query(context.session.get_bind().dialect.name,
-                                api_models.RequestSpec.__table__,
-                                instance_uuids)
+def _combined(instance_uuids):
+    engine = api_db.engine()
+    size, params = _asked(instance_uuids)
+    statement = _combined_query(engine.dialect.name, size)
     if statement is None:
         return None
-    rows, digested, first, second = context.session.execute(
-        statement).one()
+    if not size:
+        return 0, 0, 0
+    rows, digested, first, second = direct_reads.first(
+        engine, statement, params)
     if rows != digested:
         return None
     return rows, int(first or 0), int(second or 0)
@@ -119,19 +145,34 @@ def combined(context, instance_uuids):
     :raises UnsupportedNovaVersion: as :func:`stored`.
     """
     _check()
-    return _combined(context, instance_uuids)
+    return _combined(instance_uuids)
 
 
-@api_db.reader
-def _read(context, instance_uuids, names):
-    table = api_models.RequestSpec.__table__
-    digest = _digest(context.session.get_bind().dialect.name, table)
+@functools.lru_cache(maxsize=None)
+def _read_query(dialect, names, size):
+    """The statement of :func:`_read`, or None where there is none."""
+    digest = _digest(dialect, _SPECS)
     if digest is None and 'digest' in names:
         return None
-    columns = {'spec': table.c.spec, 'digest': digest}
-    return context.session.execute(
-        sa.select(table.c.instance_uuid, *[columns[n] for n in names])
-        .where(table.c.instance_uuid.in_(instance_uuids))).all()
+    columns = {'spec': _SPECS.c.spec, 'digest': digest}
+    return sa.select(_SPECS.c.instance_uuid,
+                     *[columns[n] for n in names]).where(_of(size))
+
+
+def _read(instance_uuids, names):
+    """The rows of ``names`` of the instances' specs, or None.
+
+    In one round trip (``direct_reads``), on the engine Nova's reads of
+    the API database use.
+    """
+    engine = api_db.engine()
+    size, params = _asked(instance_uuids)
+    statement = _read_query(engine.dialect.name, names, size)
+    if statement is None:
+        return None
+    if not size:
+        return []
+    return direct_reads.rows(engine, statement, params)
 
 
 def stored(context, instance_uuids):
@@ -140,7 +181,7 @@ def stored(context, instance_uuids):
     :raises UnsupportedNovaVersion: on a Nova nova_ext was not tested with.
     """
     _check()
-    return _read(context, instance_uuids, ('spec',))
+    return _read(instance_uuids, ('spec',))
 
 
 def digests(context, instance_uuids):
@@ -155,7 +196,7 @@ def digests(context, instance_uuids):
     :raises UnsupportedNovaVersion: as :func:`stored`.
     """
     _check()
-    return _read(context, instance_uuids, ('digest',))
+    return _read(instance_uuids, ('digest',))
 
 
 def stored_with_digests(context, instance_uuids):
@@ -164,7 +205,7 @@ def stored_with_digests(context, instance_uuids):
     :raises UnsupportedNovaVersion: as :func:`stored`.
     """
     _check()
-    return _read(context, instance_uuids, ('spec', 'digest'))
+    return _read(instance_uuids, ('spec', 'digest'))
 
 
 def decode(spec):

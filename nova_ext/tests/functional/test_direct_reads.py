@@ -21,9 +21,9 @@ import futurist
 from oslotest import base as oslotest_base
 import sqlalchemy as sa
 
-from nova_ext.instance_list import direct_reads
+from nova_ext import direct_reads
 from nova_ext.tests.functional import sqlserver
-from nova_ext.tests.unit.instance_list import test_direct_reads as \
+from nova_ext.tests.unit import test_direct_reads as \
     unit_direct_reads
 
 

@@ -57,9 +57,13 @@ import urllib.parse
 import uuid
 
 import fixtures
+from nova import context as nova_context
+from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova.db.main import models as nova_models
 from oslo_config import fixture as config_fixture
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import test_fixtures as db_fixtures
 from oslo_serialization import jsonutils
 from oslotest import base as oslotest_base
 import sqlalchemy as sa
@@ -69,6 +73,7 @@ from nova_ext.cell0_rebuild import build_captures
 from nova_ext.cell0_rebuild import migration as cell0_migration
 from nova_ext.cell0_rebuild import models as cell0_models
 from nova_ext import conf as ext_conf
+from nova_ext import direct_reads
 from nova_ext.index.apply import source
 from nova_ext.index.apply import writer
 from nova_ext.index import db
@@ -80,8 +85,8 @@ from nova_ext.index.marks import told
 from nova_ext.index.marks import upsert
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration as index_migration
-from nova_ext.instance_list import direct_reads
 from nova_ext.seams import api as api_entry_point
+from nova_ext.seams.internals import api_db
 from nova_ext.seams.internals import request_specs as stored_specs
 from nova_ext.tests.functional import fixtures as ext_fixtures
 from nova_ext.tests.functional import sqlserver
@@ -591,17 +596,82 @@ class _ApiDatabaseTables(_OnServer):
         pages = (['a' * 32, 'b' * 32, 'c' * 32], ['a' * 32, 'c' * 32],
                  ['b' * 32])
         for page in pages:
-            statement = stored_specs._combined_query(dialect, specs, page)
+            size, params = stored_specs._asked(page)
+            statement = stored_specs._combined_query(dialect, size)
             if dialect == 'postgresql':
                 self.assertIsNone(statement)
                 continue
             with self.engine.connect() as conn:
                 rows, digested, first, second = conn.execute(
-                    statement).one()
+                    statement, params).one()
             self.assertEqual(
                 stored_specs.combine([(u, got[u]) for u in page]),
                 (rows, int(first), int(second)))
             self.assertEqual(len(page), digested)
+
+    def test_specs_and_mappings_read_directly_as_nova_stores_them(self):
+        # nova_ext's one-round-trip reads of Nova's API database (the
+        # specs a refresh and a page read, the cells a refresh reads
+        # from) on Nova's engine, configured for the server: five uuids
+        # asked in an IN list padded to eight, two of them with nothing
+        # stored, and what another connection commits read at once.
+        facade = enginefacade.transaction_context()
+        facade.configure(
+            connection=self.engine.url.render_as_string(hide_password=False))
+        self.useFixture(db_fixtures.ReplaceEngineFacadeFixture(
+            api_db_api.context_manager, facade))
+        self.addCleanup(direct_reads.dispose)
+        ctx = nova_context.get_admin_context()
+        specs = api_models.RequestSpec.__table__
+        cells = api_models.CellMapping.__table__
+        mappings = api_models.InstanceMapping.__table__
+        a, b, c = 'a' * 32, 'b' * 32, 'c' * 32
+        texts = {a: jsonutils.dumps({'az': 'az1'}),
+                 c: jsonutils.dumps({'az': '\u540d'})}
+        with self.engine.begin() as conn:
+            for uuid_, text in texts.items():
+                conn.execute(specs.insert().values(instance_uuid=uuid_,
+                                                   spec=text))
+            conn.execute(cells.insert().values(
+                id=1, uuid=CELL0, name='cell0', transport_url='none:///',
+                database_connection='x', disabled=False))
+            conn.execute(mappings.insert().values(
+                instance_uuid=a, cell_id=1, project_id='p',
+                queued_for_delete=False))
+            conn.execute(mappings.insert().values(
+                instance_uuid=b, cell_id=None, project_id='p',
+                queued_for_delete=False))
+        asked = [a, b, c, 'd' * 32, 'e' * 32]
+
+        def sha(uuid_):
+            return hashlib.sha256(
+                (uuid_ + texts[uuid_]).encode('utf-8')).hexdigest()
+        self.assertEqual(texts, dict(stored_specs.stored(ctx, asked)))
+        self.assertEqual({a: CELL0, b: None}, api_db.cells_of(asked))
+        self.assertEqual({a: sha(a), c: sha(c)},
+                         dict(stored_specs.digests(ctx, asked)))
+        self.assertEqual(
+            sorted((u, texts[u], sha(u)) for u in texts),
+            sorted(stored_specs.stored_with_digests(ctx, asked)))
+        combined = stored_specs.combined(ctx, asked)
+        if self.engine.dialect.name == 'postgresql':
+            self.assertIsNone(combined)
+        else:
+            self.assertEqual(stored_specs.combine(
+                [(u, sha(u)) for u in texts]), combined)
+        # Committed by another connection: read at once.
+        texts[b] = jsonutils.dumps({'az': 'az2'})
+        with self.engine.begin() as conn:
+            conn.execute(specs.insert().values(instance_uuid=b,
+                                               spec=texts[b]))
+            conn.execute(mappings.update().where(
+                mappings.c.instance_uuid == b).values(cell_id=1))
+        self.assertEqual(texts, dict(stored_specs.stored(ctx, asked)))
+        self.assertEqual({a: CELL0, b: CELL0}, api_db.cells_of(asked))
+        if combined is not None:
+            self.assertEqual(stored_specs.combine(
+                [(u, sha(u)) for u in texts]),
+                stored_specs.combined(ctx, asked))
 
 
 class TestApiDatabaseTablesOnPostgreSQL(_ApiDatabaseTables,

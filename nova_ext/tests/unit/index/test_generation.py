@@ -19,6 +19,7 @@ import fixtures
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
+from nova_ext import direct_reads
 from nova_ext.index.apply import source
 from nova_ext.index.apply import writer
 from nova_ext.index import db
@@ -27,7 +28,6 @@ from nova_ext.index.marks import pending
 from nova_ext.index.marks import told
 from nova_ext.index import schema
 from nova_ext.index.upkeep import migration
-from nova_ext.instance_list import direct_reads
 from nova_ext.tests.unit import base as unit_base
 from nova_ext.tests.unit.index import base
 

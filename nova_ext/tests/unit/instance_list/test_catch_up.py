@@ -17,6 +17,7 @@ import fixtures
 from nova import context as nova_context
 import sqlalchemy as sa
 
+from nova_ext import direct_reads
 from nova_ext.index.apply import refresh
 from nova_ext.index import generation
 from nova_ext.index.marks import holders
@@ -26,7 +27,6 @@ from nova_ext.index.marks import watch
 from nova_ext.index import schema
 from nova_ext.instance_list import base as list_base
 from nova_ext.instance_list import catch_up
-from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import index
 from nova_ext.instance_list import page_cache
 from nova_ext.tests.unit import base

@@ -23,8 +23,8 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 
 from nova_ext import conf as ext_conf
+from nova_ext import direct_reads
 from nova_ext.instance_list import cellhealth
-from nova_ext.instance_list import direct_reads
 from nova_ext.tests.unit import base
 
 CONF = ext_conf.CONF

@@ -15,10 +15,10 @@ import types
 import sqlalchemy as sa
 
 from nova_ext import conf as ext_conf
+from nova_ext import direct_reads
 from nova_ext.index.apply import source
 from nova_ext.index import db
 from nova_ext.index import generation
-from nova_ext.instance_list import direct_reads
 from nova_ext.instance_list import page_cache
 from nova_ext.tests.unit import base
 from nova_ext.tests.unit.index import base as index_base

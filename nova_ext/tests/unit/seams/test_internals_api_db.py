@@ -25,7 +25,6 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from nova_ext import exception
-from nova_ext.index.apply import refresh
 from nova_ext.seams.internals import api_db
 from nova_ext.tests import fixtures as ext_fixtures
 from nova_ext.tests.unit import base
@@ -81,7 +80,9 @@ class TestContextManager(base.TestCase):
         self.assertIs(self.engine, api_db.engine())
 
     def test_cells_of_reads_novas_mappings(self):
-        # nova_ext.index.apply.refresh.cells_of reads the mapping tables whole.
+        # Where nova_ext's catch-up finds the cell of each instance: the
+        # mapping tables whole, as Nova's objects write them; an IN list
+        # of three uuids is padded to four.
         building, placed, gone, cell = (uuidutils.generate_uuid()
                                         for _ in range(4))
         objects.InstanceMapping(self.ctx, instance_uuid=building,
@@ -94,8 +95,9 @@ class TestContextManager(base.TestCase):
             conn.execute(sa.insert(MAPPINGS).values(
                 instance_uuid=placed, cell_id=cell_id, project_id='p1',
                 queued_for_delete=False))
-        self.assertEqual({building: None, placed: cell}, refresh.cells_of(
-            self.ctx, [building, placed, gone]))
+        self.assertEqual({building: None, placed: cell}, api_db.cells_of(
+            [building, placed, gone]))
+        self.assertEqual({}, api_db.cells_of([]))
 
 
 class TestVersionGate(base.TestCase):
@@ -111,6 +113,9 @@ class TestVersionGate(base.TestCase):
                               decorate(fn), nova_context.get_admin_context())
         self.assertEqual([], called)
         self.assertRaises(exception.UnsupportedNovaVersion, api_db.engine)
+        for uuids in ([], ['x']):
+            self.assertRaises(exception.UnsupportedNovaVersion,
+                              api_db.cells_of, uuids)
 
     def test_the_installed_nova_is_tested(self):
         api_db._check()

@@ -21,12 +21,12 @@ from oslo_db import exception as db_exc
 import oslo_messaging
 
 from nova_ext.cmd import indexer
+from nova_ext import direct_reads
 from nova_ext.index.feeds import consumer
 from nova_ext.index.feeds import listener
 from nova_ext.index.feeds import service_changes
 from nova_ext.index.marks import pending
 from nova_ext.index.upkeep import migration
-from nova_ext.instance_list import direct_reads
 from nova_ext.tests.unit.index import base as index_base
 
 NOW = datetime.datetime(2026, 11, 23, 10, 0, 0)

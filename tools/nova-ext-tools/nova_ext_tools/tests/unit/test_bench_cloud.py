@@ -185,7 +185,7 @@ class TestBreakdown(base.TestCase):
                  'fastpath.py:100)',
                  '_any_build_request (nova_ext/instance_list/render/'
                  'fastpath.py:80)',
-                 'scalar (nova_ext/instance_list/direct_reads.py:90)']
+                 'scalar (nova_ext/direct_reads.py:90)']
         self.assertEqual('build requests lookup',
                          cloudprofile.classify(stack))
         stack = [self.REQUEST,

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The one-statement reads of every served list, on connections of their own.
+"""One-statement reads of nova_ext's, on connections of their own.
 
 Every list nova_ext serves asks each cell database ``SELECT 1`` (the
 cells' check, ``cellhealth``) and the index whether changes wait
@@ -18,7 +18,10 @@ API database whether build requests exist (``render.fastpath``), and a
 detailed one that shows ``host_status`` reads its hosts' service
 generations from the index (``services``), and a list whose page is kept at
 an older generation reads the generation and the servers written since
-(``page_cache``). Through
+(``page_cache``). Each catch-up of changes reads the instances' cells
+and their request specs from the API database (``seams.internals``'
+``api_db.cells_of`` and ``request_specs``), as a detailed page reads the
+specs that changed. Through
 oslo.db's engines (Nova's, the index's) each costs three round trips:
 the pool's ping when a connection is taken (oslo.db's engines ping on
 every checkout), the statement, and the rollback that ends the
@@ -74,6 +77,28 @@ def _engine(url):
             # done.
             poolclass=sa.pool.QueuePool, pool_size=POOL_SIZE,
             max_overflow=-1, pool_recycle=RECYCLE))
+
+
+def padded(values, name):
+    """``(size, params)`` of an IN list of ``values``' bound parameters.
+
+    ``values`` padded to a power of two with its last one (an IN list
+    means the same with a value twice), as ``{name0: value, ...}``: a few
+    statements, each compiled once, serve every number of values
+    (:func:`in_list`). ``(0, {})`` for none.
+    """
+    values = list(values)
+    if not values:
+        return 0, {}
+    size = 1 << (len(values) - 1).bit_length()
+    values += values[-1:] * (size - len(values))
+    return size, {'%s%d' % (name, n): value for n, value in enumerate(values)}
+
+
+def in_list(column, size, name):
+    """``column IN (:name0, ..., :name<size-1>)``, for :func:`padded`."""
+    return column.in_([sa.bindparam('%s%d' % (name, n))
+                       for n in range(size)])
 
 
 def ask(engine):

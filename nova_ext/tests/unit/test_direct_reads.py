@@ -16,7 +16,7 @@ import sqlite3
 import fixtures
 import sqlalchemy as sa
 
-from nova_ext.instance_list import direct_reads
+from nova_ext import direct_reads
 from nova_ext.tests.unit import base
 
 
