@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""One-statement reads of nova_ext's, on connections of their own.
+"""nova_ext's one-statement reads, and one insert, on connections of its own.
 
 Every list nova_ext serves asks each cell database ``SELECT 1`` (the
 cells' check, ``cellhealth``) and the index whether changes wait
@@ -21,7 +21,8 @@ an older generation reads the generation and the servers written since
 (``page_cache``). Each catch-up of changes reads the instances' cells
 and their request specs from the API database (``seams.internals``'
 ``api_db.cells_of`` and ``request_specs``), as a detailed page reads the
-specs that changed. Through
+specs that changed; and it takes its ticket from the index's sequence,
+an insert of one row (:func:`inserted_id`). Through
 oslo.db's engines (Nova's, the index's) each costs three round trips:
 the pool's ping when a connection is taken (oslo.db's engines ping on
 every checkout), the statement, and the rollback that ends the
@@ -150,20 +151,77 @@ def _read(engine, statement, params, every):
             result = conn.execute(statement, params or {})
             return _fetched(result.all() if every else result.first(),
                             every)
+    return _fetched(_run(engine, statement, params,
+                         _all if every else _one), every)
+
+
+def _all(cursor):
+    return cursor.fetchall()
+
+
+def _one(cursor):
+    return cursor.fetchone()
+
+
+def _run(engine, statement, params, fetch):
+    """``fetch(cursor)`` once ``statement`` ran on a connection of ours."""
     own = _engine(engine.url)
     dbapi_error = own.dialect.loaded_dbapi.Error
     try:
         try:
-            return _execute(own, statement, params, every)
+            return _execute(own, statement, params, fetch)
         except dbapi_error as e:
             if not _dropped(own, e):
                 raise
             # The others kept with it may have been dropped too.
             own.dispose()
-            return _execute(own, statement, params, every)
+            return _execute(own, statement, params, fetch)
     except dbapi_error as e:
         raise sa.exc.DBAPIError.instance(
             str(_compiled(own, statement)), params, e, dbapi_error) from e
+
+
+def inserted_id(engine, table):
+    """Insert a row of ``table``'s defaults; its primary key.
+
+    Committed when this returns, in one round trip (autocommit), where a
+    transaction of ``engine`` costs three (the ping, the statement, the
+    commit). For the index's sequence (``marks.sequence.take``): where the
+    connection is found dropped, the row is inserted again on a new one,
+    and one inserted before the drop is a number skipped, never one given
+    twice. Not for SQLite, whose writers take its lock
+    (``nova_ext.index.db.begin_write``).
+
+    :param engine: the engine of a MySQL, MariaDB or PostgreSQL database.
+    :raises: as :func:`ask`.
+    """
+    if engine.dialect.name == 'postgresql':
+        [key] = table.primary_key.columns
+        return _run(engine, _inserting(table, key), None, _first_column)
+    return _run(engine, _inserting(table, None), None, _last_row_id)
+
+
+_INSERTS = {}
+
+
+def _inserting(table, returned):
+    """``table``'s insert of defaults, RETURNING ``returned`` if given."""
+    key = (table, returned)
+    statement = _INSERTS.get(key)
+    if statement is None:
+        statement = table.insert()
+        if returned is not None:
+            statement = statement.returning(returned)
+        _INSERTS[key] = statement
+    return statement
+
+
+def _first_column(cursor):
+    return cursor.fetchone()[0]
+
+
+def _last_row_id(cursor):
+    return cursor.lastrowid
 
 
 def _fetched(read, every):
@@ -183,11 +241,14 @@ def _compiled(own, statement):
     key = (statement, own)
     compiled = _COMPILED.get(key)
     if compiled is None:
-        compiled = _COMPILED[key] = statement.compile(dialect=own.dialect)
+        # An insert here is of defaults only (inserted_id): no columns.
+        keys = [] if isinstance(statement, sa.sql.dml.Insert) else None
+        compiled = _COMPILED[key] = statement.compile(dialect=own.dialect,
+                                                      column_keys=keys)
     return compiled
 
 
-def _execute(own, statement, params, every):
+def _execute(own, statement, params, fetch):
     compiled = _compiled(own, statement)
     values = compiled.construct_params(params)
     if compiled.positional:
@@ -197,7 +258,7 @@ def _execute(own, statement, params, every):
         cursor = conn.cursor()
         try:
             cursor.execute(str(compiled), values)
-            read = cursor.fetchall() if every else cursor.fetchone()
+            read = fetch(cursor)
         finally:
             cursor.close()
     except own.dialect.loaded_dbapi.Error as e:
@@ -207,7 +268,7 @@ def _execute(own, statement, params, every):
         raise
     finally:
         conn.close()
-    return _fetched(read, every)
+    return read
 
 
 def dispose():

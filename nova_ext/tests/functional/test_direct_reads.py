@@ -164,6 +164,33 @@ class _Probe(sqlserver.OnServer):
         self.assertEqual(1, self.probe().pool.checkedin())
         self.assertEqual([], self.open_transactions())
 
+    def test_a_row_inserted_and_committed_at_once(self):
+        # The index's sequence: an auto-increment key, a row of defaults.
+        table = sa.Table('sequence', sa.MetaData(),
+                         sa.Column('id', sa.Integer, primary_key=True,
+                                   autoincrement=True))
+        table.metadata.create_all(self.novas)
+        first = direct_reads.inserted_id(self.novas, table)
+        second = direct_reads.inserted_id(self.novas, table)
+        self.assertLess(first, second)
+        # Committed: another connection reads both.
+        with self.novas.connect() as conn:
+            self.assertEqual([first, second], list(conn.execute(
+                sa.select(table.c.id).order_by(table.c.id)).scalars()))
+        self.assertEqual([], self.open_transactions())
+        # A restart between two: the kept connection fails, a new one
+        # inserts, and the numbers still rise.
+        self.sql_server.halt()
+        self.sql_server.resume()
+        third = direct_reads.inserted_id(self.novas, table)
+        self.assertLess(second, third)
+        self.assertEqual(1, self.probe().pool.checkedin())
+        # The test's own connection was dropped too.
+        self.novas.dispose()
+        with self.novas.connect() as conn:
+            self.assertEqual(third, conn.execute(
+                sa.select(sa.func.max(table.c.id))).scalar())
+
 
 class TestProbeOnMariaDB(_Probe, oslotest_base.BaseTestCase):
 

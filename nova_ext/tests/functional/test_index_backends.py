@@ -343,16 +343,23 @@ class _Schema(_OnServer):
         self.assertEqual(first, index_base.ticket(engine))
         # A number taken in a transaction not committed yet is no ticket;
         # the next one taken is higher, whoever commits first.
+        self.addCleanup(direct_reads.dispose)
         with engine.connect() as conn, conn.begin():
             pending_number = sequence.next_number(conn)
             later = pending.mark(engine, [('b', 2.0)])
             self.assertEqual(later, index_base.ticket(engine))
+            # A read's ticket, taken on a connection of nova_ext's own:
+            # the next number, committed when it is given.
+            ticket = sequence.take(engine)
+            self.assertEqual(ticket, index_base.ticket(engine))
         self.assertLess(first, pending_number)
         self.assertLess(pending_number, later)
+        self.assertLess(later, ticket)
         with engine.begin() as conn:
-            self.assertEqual(2, sequence.prune(conn))
-        self.assertEqual(later, index_base.ticket(engine))
-        self.assertGreater(pending.mark(engine, [('c', 3.0)]), later)
+            self.assertEqual(3, sequence.prune(conn))
+        self.assertEqual(ticket, index_base.ticket(engine))
+        self.assertGreater(sequence.take(engine), ticket)
+        self.assertGreater(pending.mark(engine, [('c', 3.0)]), ticket)
 
     def test_the_generation_orders_what_is_committed(self):
         # A writer that moved the generation holds its row until it
