@@ -33,9 +33,21 @@ it here that no cloud shows:
 (the index's engine is in ``CELL_CACHE``, and nova_ext's reads there use
 the targeted context alone), and gives every other target to the harness,
 asked again while it gives up, for up to :attr:`CellTargets.PATIENCE` s.
+
+Under native threads the harness also serialises the writers of each
+database (``DatabaseWriteLock``, a lock per database URL), and an
+untargeted access reads the current cell under the reader lock of the
+switch. A writer that reads untargeted within its transaction (Nova's
+``service_update``, as a service reports its state) then waits for that
+reader lock, which waits behind a thread moving the switch, which waits
+for the threads targeted at a cell to leave it, which wait for the
+writer's database lock: the whole process stops, its test's timeout and
+cleanup too. The current cell is one reference, read whole or not at all,
+so :class:`CellTargets` reads it without the lock (:func:`_current`).
 """
 
 import contextlib
+import functools
 import time
 
 import fixtures
@@ -64,6 +76,9 @@ class CellTargets(fixtures.Fixture):
         if self.real is not None:
             self.useFixture(fixtures.MonkeyPatch(
                 'nova.context.target_cell', self.target_cell))
+            self.useFixture(fixtures.MonkeyPatch(
+                'nova.db.main.api.get_context_manager',
+                functools.partial(_current, celldbs)))
 
     @contextlib.contextmanager
     def target_cell(self, context, cell_mapping):
@@ -90,3 +105,15 @@ def _is_index(cell_mapping):
     return (cell_mapping is not None and
             cell_mapping.obj_attr_is_set('name') and
             cell_mapping.name == index_driver.CELL_NAME)
+
+
+def _current(celldbs, context):
+    """The harness's ``get_context_manager``, without its reader lock.
+
+    A context targeted at a cell reads that cell's database; another, the
+    harness's current cell (``CellDatabases._wrap_get_context_manager``).
+    """
+    connection = getattr(context, 'db_connection', None)
+    if connection:
+        return connection
+    return celldbs._last_ctxt_mgr

@@ -73,3 +73,32 @@ class TestCellTargets(base.NovaExtTestCase):
         self.assertEqual([], wrong)
         # The premise: the harness did give up, and was asked again.
         self.assertGreater(self.cell_targets.retried, 0)
+
+    def test_an_untargeted_read_does_not_wait_behind_the_switch(self):
+        # A thread targeted at a cell holds the switch's reader lock while
+        # another waits to move the switch: an untargeted read (a writer
+        # of Nova's within its transaction, holding its database's write
+        # lock) gets the current cell at once, as it did before the
+        # mover began to wait.
+        lock = self.celldbs._cell_lock
+        current = self.celldbs._last_ctxt_mgr
+        moving, read = threading.Event(), []
+
+        def move():
+            moving.set()
+            with lock.write_lock():
+                pass
+        with lock.read_lock():
+            mover = threading.Thread(target=move)
+            mover.start()
+            moving.wait(5)
+            # The mover now waits for the reader lock to be given back.
+            time.sleep(0.1)
+            reader = threading.Thread(target=lambda: read.append(
+                main_db_api.get_context_manager(
+                    nova_context.get_admin_context())))
+            reader.start()
+            reader.join(5)
+            self.assertFalse(reader.is_alive())
+        mover.join(5)
+        self.assertEqual([current], read)
