@@ -51,6 +51,8 @@ Each engine keeps up to :data:`POOL_SIZE` idle connections to its
 database per nova-api process.
 """
 
+import functools
+
 import sqlalchemy as sa
 
 from nova_ext import per_process
@@ -201,19 +203,12 @@ def inserted_id(engine, table):
     return _run(engine, _inserting(table, None), None, _last_row_id)
 
 
-_INSERTS = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _inserting(table, returned):
     """``table``'s insert of defaults, RETURNING ``returned`` if given."""
-    key = (table, returned)
-    statement = _INSERTS.get(key)
-    if statement is None:
-        statement = table.insert()
-        if returned is not None:
-            statement = statement.returning(returned)
-        _INSERTS[key] = statement
-    return statement
+    # values() with none: no column, whatever the compiler is given.
+    statement = table.insert().values()
+    return statement if returned is None else statement.returning(returned)
 
 
 def _first_column(cursor):
@@ -241,10 +236,7 @@ def _compiled(own, statement):
     key = (statement, own)
     compiled = _COMPILED.get(key)
     if compiled is None:
-        # An insert here is of defaults only (inserted_id): no columns.
-        keys = [] if isinstance(statement, sa.sql.dml.Insert) else None
-        compiled = _COMPILED[key] = statement.compile(dialect=own.dialect,
-                                                      column_keys=keys)
+        compiled = _COMPILED[key] = statement.compile(dialect=own.dialect)
     return compiled
 
 
