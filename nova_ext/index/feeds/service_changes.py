@@ -69,25 +69,19 @@ def _bump(conn, hosts):
         generation=CHANGES.c.generation + 1))
 
 
-def generations(engine, hosts, rows=None):
+def generations(engine, hosts, rows):
     """``{host: generation}``; a host never changed is at 0.
 
     :param rows: ``rows(engine, statement, params)``, every row a
-        statement reads (``nova_ext.direct_reads.rows``,
-        one round trip); by default, read on a connection of ``engine``.
+        statement reads (``nova_ext.direct_reads.rows``, one round trip).
     """
     hosts = sorted(set(hosts))
     found = dict.fromkeys(hosts, 0)
     if not hosts:
         return found
     size, params = direct_reads.padded(hosts, 'h')
-    found.update((rows or _rows)(engine, _generations_of(size), params))
+    found.update(rows(engine, _generations_of(size), params))
     return found
-
-
-def _rows(engine, statement, params):
-    with engine.connect() as conn:
-        return conn.execute(statement, params).all()
 
 
 @functools.lru_cache(maxsize=None)

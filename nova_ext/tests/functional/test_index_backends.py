@@ -484,8 +484,9 @@ class _Schema(_OnServer):
                         'before_cursor_execute', race)
         service_changes.bump(self.index.engine, ['h1', 'h2'])
         self.assertEqual(1, len(raced))
+        self.addCleanup(direct_reads.dispose)
         self.assertEqual({'h1': 2, 'h2': 1}, service_changes.generations(
-            self.index.engine, ['h1', 'h2']))
+            self.index.engine, ['h1', 'h2'], direct_reads.rows))
 
     def test_a_read_asks_the_related_tables_that_hold_rows(self):
         # Nova's cells run on these servers too; the index has their tables.

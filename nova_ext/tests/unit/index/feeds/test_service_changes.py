@@ -43,12 +43,14 @@ class TestGenerations(index_base.IndexDBTestCase):
 
     def test_each_bump_moves_each_host_on_by_one(self):
         self.assertEqual({'a': 0, 'b': 0},
-                         service_changes.generations(self.engine, ['a', 'b']))
+                         service_changes.generations(self.engine, ['a', 'b'],
+                                                     direct_reads.rows))
         service_changes.bump(self.engine, ['a'])
         service_changes.bump(self.engine, ['a', 'b', 'a'])
         self.assertEqual({'a': 2, 'b': 1, 'c': 0},
                          service_changes.generations(self.engine,
-                                                     ['a', 'b', 'c']))
+                                                     ['a', 'b', 'c'],
+                                                     direct_reads.rows))
 
     def test_read_in_one_statement_for_any_number_of_hosts(self):
         service_changes.bump(self.engine, ['h1', 'h3'])
@@ -66,7 +68,7 @@ class TestGenerations(index_base.IndexDBTestCase):
             self.assertEqual(expected, service_changes.generations(
                 self.engine, hosts, rows))
             self.assertEqual(service_changes.generations(
-                self.engine, hosts), expected)
+                self.engine, hosts, direct_reads.rows), expected)
         # Padded to 1, 2, 4, 4 and 8 hosts: four statements.
         self.assertEqual(5, len(statements))
         self.assertEqual(4, len(set(map(id, statements))))
@@ -89,7 +91,8 @@ class TestGenerations(index_base.IndexDBTestCase):
         self.assertEqual([], errors)
         self.assertEqual({'h1': 40, 'h2': 40},
                          service_changes.generations(self.engine,
-                                                     ['h1', 'h2']))
+                                                     ['h1', 'h2'],
+                                                     direct_reads.rows))
 
     def test_host_of_a_notification(self):
         payload = {'nova_object.data': {'host': 'cmp1'}}
@@ -118,7 +121,8 @@ class TestListenerRecordsServiceChanges(index_base.IndexDBTestCase):
         self.assertEqual(oslo_messaging.NotificationResult.HANDLED, result)
         self.assertEqual({'cmp1': 1, 'cmp2': 1},
                          service_changes.generations(self.engine,
-                                                     ['cmp1', 'cmp2']))
+                                                     ['cmp1', 'cmp2'],
+                                                     direct_reads.rows))
         self.assertEqual(['a'], list(pending.take(self.engine, 10)))
         self.assertEqual(3, self.endpoint.services)
 
@@ -156,7 +160,7 @@ class TestConsumerRecordsServiceChanges(index_base.BatcherTestCase):
                                           {'host': 'cmp1'}})
         index.consume(notification)
         self.assertEqual({'cmp1': 1}, service_changes.generations(
-            self.engine, ['cmp1']))
+            self.engine, ['cmp1'], direct_reads.rows))
         self.useFixture(fixtures.MockPatchObject(
             service_changes, 'bump', side_effect=db_exc.DBError('away')))
         index.consume(notification)
@@ -181,4 +185,4 @@ class TestIndexerNeedsTheSchema(index_base.IndexDBTestCase):
         migration.db_sync(self.conf.conf)
         self.assertIsNone(indexer.schema_problem(self.conf.conf))
         self.assertEqual({'cmp1': 0}, service_changes.generations(
-            self.engine, ['cmp1']))
+            self.engine, ['cmp1'], direct_reads.rows))
