@@ -15,9 +15,11 @@ Each fault is what an operator's cloud suffers: a process killed with
 SIGKILL and restarted (as systemd restarts it), the index database user
 losing its grants and its sessions for a while, MariaDB and RabbitMQ
 restarting. A fault either ends at once (the process is back) or ends once
-its time is over, by a timer, whatever the stream is doing then: a command
-the stream waits for (an archive waiting at its exit for the index) does
-not hold it off, as it does not hold off an operator's fix.
+its time is over, or once what a test waits for has happened (a process
+says that it waits at its exit for the index), by a thread of its own,
+whatever the stream is doing then: a command the stream waits for (an
+archive waiting at its exit for the index) does not hold it off, as it does
+not hold off an operator's fix.
 """
 
 import contextlib
@@ -29,6 +31,10 @@ import time
 from nova_ext_tools.cloud import layout
 from nova_ext_tools.cloud import nova as cloud_nova
 from nova_ext_tools.cloud import procs
+
+
+#: Seconds between two looks at whether a fault's time is over.
+LOOKED = 0.5
 
 
 class Faults(object):
@@ -51,9 +57,9 @@ class Faults(object):
 
     def finish(self):
         """End the faults still on."""
-        timer, self._grants_back = self._grants_back, None
-        if timer is not None:
-            timer.cancel()
+        over, self._grants_back = self._grants_back, None
+        if over is not None:
+            over.set()
             self._grant_index()
 
     def kill_cell_conductor(self):
@@ -71,8 +77,13 @@ class Faults(object):
         self.killed.append(sorted(workers)[0])
         os.kill(sorted(workers)[0], signal.SIGKILL)
 
-    def revoke_index_grants(self):
+    def revoke_index_grants(self, until=None):
         """The index database user's grants gone for ``revoke_seconds``.
+
+        Or, with ``until``, gone until it returns true, within
+        ``revoke_seconds`` still: a test that wants a process to wait for
+        the index at its exit has the grants back once it does, however
+        long the process took to get there on a loaded machine.
 
         Its sessions are ended too (``KILL USER``), as a database failing
         over ends them: MariaDB checks database privileges as a session
@@ -83,10 +94,17 @@ class Faults(object):
         self.cloud.db.sql("REVOKE ALL PRIVILEGES ON `nova_ext_index`.* "
                           "FROM '%s'@'127.0.0.1'" % cloud_nova.INDEX_USER)
         self.cloud.db.sql("KILL USER '%s'" % cloud_nova.INDEX_USER)
-        self._grants_back = threading.Timer(self.revoke_seconds,
-                                            self._grant_index)
-        self._grants_back.daemon = True
-        self._grants_back.start()
+        over = self._grants_back = threading.Event()
+        deadline = time.monotonic() + self.revoke_seconds
+
+        def back():
+            while not over.wait(LOOKED):
+                if (time.monotonic() >= deadline or
+                        until is not None and until()):
+                    self._grant_index()
+                    return
+
+        threading.Thread(target=back, daemon=True).start()
 
     def _grant_index(self, seconds=120):
         # MariaDB may be restarting then, another fault.

@@ -61,6 +61,23 @@ from nova_ext_tools.tests.deployment import test_stream
 #: the machine.
 VOUCHED = 8
 
+#: What a process says once it waits at its exit for the index.
+WAITING = 'not recorded in the index; waiting up to'
+
+#: Seconds the index database user is without its grants at most, when
+#: they are back once a process waits at its exit: the whole test fails
+#: if none does.
+REVOKED = 180
+
+
+def saying(log, start, words):
+    """Whether ``log`` says ``words`` from ``start``, when called."""
+    def said():
+        with open(log) as f:
+            f.seek(start)
+            return words in f.read()
+    return said
+
 
 class TestFaults(base.CloudTestCase):
 
@@ -115,10 +132,27 @@ class TestFaults(base.CloudTestCase):
             f.seek(start)
             said = f.read()
         self.assertIn('cannot hold the marks of', said)
-        self.assertIn('waiting up to 30 s', said)
+        self.assertIn(WAITING + ' 30 s', said)
         self.assertIn('changes recorded; exiting', said)
         self.assertNotIn('not recorded in the index (', said)
         return said
+
+    def dead_holders(self, injected, seconds):
+        """``{pid: host}`` of the holder rows of processes that are gone.
+
+        Once there are none, or ``seconds`` later. Each is released once
+        the processes that watch the holders (nova-apis that list,
+        indexers) have seen it not beat for ``holder_timeout``.
+        """
+        lister = stream.Lister(self.connect(), self.connect(stock=True))
+        deadline = time.monotonic() + seconds
+        while True:
+            dead = {pid: host for pid, host in injected.holders().items()
+                    if not procs.alive(pid)}
+            if not dead or time.monotonic() > deadline:
+                return dead
+            lister.compare('/servers?all_tenants=1', 'latest')
+            time.sleep(2)
 
     def test_an_archive_while_the_index_is_away(self):
         conn = self.connect()
@@ -127,20 +161,23 @@ class TestFaults(base.CloudTestCase):
         conn.compute.wait_for_delete(server, wait=180)
         lister = stream.Lister(conn, self.connect(stock=True))
         counted = test_stream.counters_before(self)
-        # Back 30 s later, while nova-manage waits at its exit for up to
-        # max_lag (30 s) from a moment after the grants went.
-        injected = faults.Faults(self.cloud)
+        # Back once nova-manage waits at its exit for up to max_lag (30 s).
+        log = self.cloud.ps.log('nova-manage-archive')
+        with open(log, 'a') as f:
+            start = f.tell()
+        injected = faults.Faults(self.cloud, revoke_seconds=REVOKED)
         self.addCleanup(injected.finish)
-        injected.revoke_index_grants()
-        done = subprocess.run([
-            services.venv_bin('nova-manage'), '--config-file',
-            self.cloud.nova.conf, 'db', 'archive_deleted_rows',
-            '--all-cells', '--until-complete'], capture_output=True,
-            text=True)
+        injected.revoke_index_grants(until=saying(log, start, WAITING))
+        with open(log, 'a') as f:
+            done = subprocess.run([
+                services.venv_bin('nova-manage'), '--config-file',
+                self.cloud.nova.conf, 'db', 'archive_deleted_rows',
+                '--all-cells', '--until-complete'], stdout=subprocess.PIPE,
+                stderr=f, text=True)
         # 1: rows were archived.
-        self.assertEqual(1, done.returncode, done.stderr[-3000:])
-        self.assertIn('cannot hold the marks of', done.stderr)
-        self.assertIn('changes recorded; exiting', done.stderr)
+        self.assertEqual(1, done.returncode, '%s\n(its stderr: %s)' % (
+            done.stdout[-3000:], log))
+        self.waited_at_its_exit(log, start)
         # Right after it: what nova-manage recorded at its exit.
         self.assertServed(lister, counted, (
             '/servers/detail?all_tenants=1&deleted=True',
@@ -158,11 +195,11 @@ class TestFaults(base.CloudTestCase):
         start = os.path.getsize(log)
         lister = stream.Lister(conn, self.connect(stock=True))
         counted = test_stream.counters_before(self)
-        # Back 25 s later, while the conductor waits at its stop for up
-        # to max_lag (30 s); the cloud's stop sends SIGKILL after 30 s.
-        injected = faults.Faults(self.cloud, revoke_seconds=25)
+        # Back once the conductor waits at its stop for up to max_lag
+        # (30 s); the cloud's stop sends SIGKILL after 30 s.
+        injected = faults.Faults(self.cloud, revoke_seconds=REVOKED)
         self.addCleanup(injected.finish)
-        injected.revoke_index_grants()
+        injected.revoke_index_grants(until=saying(log, start, WAITING))
         conn.compute.stop_server(server)
         conn.compute.wait_for_server(server, status='SHUTOFF', wait=120)
         # SIGTERM: oslo.service stops the service, then leaves by os._exit.
@@ -233,9 +270,10 @@ class TestFaults(base.CloudTestCase):
         server = self.booted(conn, 'renamed')
         log = self.cloud.ps.log('nova-api')
         start = os.path.getsize(log)
-        injected = faults.Faults(self.cloud, revoke_seconds=25)
+        # Back once the worker with the rename waits at its exit.
+        injected = faults.Faults(self.cloud, revoke_seconds=REVOKED)
         self.addCleanup(injected.finish)
-        injected.revoke_index_grants()
+        injected.revoke_index_grants(until=saying(log, start, WAITING))
         # Written by the nova-api worker that takes the request.
         conn.compute.update_server(server, name='renamed-while-away')
         # SIGTERM to uwsgi's master: each worker ends gracefully, and the
@@ -246,6 +284,11 @@ class TestFaults(base.CloudTestCase):
         self.assertNotIn('NO MERCY', said)
         procs.wait_for('nova-api', lambda: procs.http_up(
             self.lay.url('nova')), 180, self.cloud.ps, 'nova-api')
+        # A worker without changes leaves at once: if the grants were still
+        # gone, its holder row stays, and lists are Nova's until the
+        # watchers release it.
+        self.assertEqual({}, self.dead_holders(injected, 120),
+                         'holder rows of dead processes')
         lister = stream.Lister(conn, self.connect(stock=True))
         counted = test_stream.counters_before(self)
         self.assertServed(lister, counted, (
@@ -276,16 +319,8 @@ class TestFaults(base.CloudTestCase):
         self.assertEqual(0, done.returncode, done.stdout + done.stderr)
         # Processes killed with SIGKILL left their holder rows; watching
         # nova-apis and indexers release them by their beats.
-        lister = stream.Lister(self.connect(), self.connect(stock=True))
-        deadline = time.monotonic() + 120
-        while True:
-            dead = {pid: host for pid, host in injected.holders().items()
-                    if not procs.alive(pid)}
-            if not dead or time.monotonic() > deadline:
-                break
-            lister.compare('/servers?all_tenants=1', 'latest')
-            time.sleep(2)
-        self.assertEqual({}, dead, 'holder rows of dead processes')
+        self.assertEqual({}, self.dead_holders(injected, 120),
+                         'holder rows of dead processes')
         print('holders after the faults: %s (killed: %s)'
               % (sorted(injected.holders()), injected.killed))
         # What operators are told after the faults: whether nova-api lists
