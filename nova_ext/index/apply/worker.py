@@ -70,6 +70,7 @@ class Worker(object):
         ctx = nova_context.get_admin_context()
         # The uuids of the marks that failed, passed over until retry_at.
         failed, retry_at = set(), None
+        failures = 0
         while not self._stop.is_set():
             self._wake.wait(self.retry if retry_at is None else
                             max(0.0, retry_at - time.monotonic()))
@@ -79,12 +80,25 @@ class Worker(object):
                 retry_at = None
             try:
                 self._drain(ctx, failed)
-            except Exception:
+            except Exception as e:
                 # The marks are still pending: they are retried, and list
-                # requests apply them meanwhile (up to catch_up_limit).
-                LOG.exception('nova_ext index worker failed to apply '
-                              'pending changes; retrying in %.0f s',
-                              self.retry)
+                # requests apply them meanwhile (up to catch_up_limit). An
+                # index away for a while is told once, not every retry.
+                failures += 1
+                if failures == 1:
+                    LOG.warning('nova_ext index worker cannot apply pending '
+                                'changes (%s: %s); retrying every %g s',
+                                type(e).__name__, e, self.retry,
+                                exc_info=True)
+                else:
+                    LOG.debug('nova_ext index worker still cannot apply '
+                              'pending changes (%s: %s)', type(e).__name__,
+                              e)
+            else:
+                if failures:
+                    LOG.info('nova_ext index worker applies pending changes '
+                             'again, after %d failed tries', failures)
+                failures = 0
             self._prune()
             if failed and retry_at is None:
                 retry_at = time.monotonic() + self.retry

@@ -11,8 +11,10 @@
 # under the License.
 """The worker that applies pending marks, with one cell down."""
 
+import logging
 import time
 
+import fixtures
 import sqlalchemy as sa
 
 from nova_ext.index.apply import worker
@@ -72,3 +74,35 @@ class TestWorker(index_base.FailingCellTestCase):
             left = [r.id for r in conn.execute(
                 sa.select(schema.SEQUENCE))]
         self.assertEqual([numbers[-1]], left)
+
+    def test_an_index_away_is_told_once_and_its_return(self):
+        logged = self.useFixture(fixtures.FakeLogger(
+            name=worker.__name__, level=logging.DEBUG))
+        pending.mark(self.engine, [('up-1', 1.0)])
+        table = schema.PENDING.name
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql('ALTER TABLE %s RENAME TO away' % table)
+        running = self.worker(retry=0.05)
+        running.wake()
+        deadline = time.monotonic() + 10
+        while (logged.output.count('still cannot apply') < 3 and
+               time.monotonic() < deadline):
+            time.sleep(0.05)
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql('ALTER TABLE away RENAME TO %s' % table)
+        running.wake()
+        deadline = time.monotonic() + 10
+        while 'again' not in logged.output and time.monotonic() < deadline:
+            time.sleep(0.05)
+        running.stop()
+        said = logged.output
+        self.assertEqual(
+            1, said.count('worker cannot apply pending changes ('), said)
+        # A traceback with the first only.
+        first, later = said.split('still cannot apply', 1)
+        self.assertIn('Traceback', first)
+        self.assertNotIn('Traceback', later)
+        self.assertGreaterEqual(said.count('still cannot apply'), 3, said)
+        self.assertIn('applies pending changes again, after', said)
+        self.assertEqual(1, running.applied)
+        self.assertEqual(0, pending.count(self.engine))
