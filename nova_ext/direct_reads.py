@@ -22,8 +22,10 @@ an older generation reads the generation and the servers written since
 and their request specs from the API database (``seams.internals``'
 ``api_db.cells_of`` and ``request_specs``), as a detailed page reads the
 specs that changed; and it takes its ticket from the index's sequence,
-an insert of one row (:func:`inserted_id`). Through
-oslo.db's engines (Nova's, the index's) each costs three round trips:
+an insert of one row (:func:`inserted_id`). On MySQL and MariaDB, the
+index's turn (a lock of the session) and the reads under it go over a
+connection of ours too (:func:`connection`). Through oslo.db's engines
+(Nova's, the index's) each costs three round trips:
 the pool's ping when a connection is taken (oslo.db's engines ping on
 every checkout), the statement, and the rollback that ends the
 transaction it began. These reads go instead through an engine of
@@ -76,10 +78,29 @@ def _engine(url):
         url.render_as_string(hide_password=False),
         lambda: sa.create_engine(
             url, isolation_level='AUTOCOMMIT', pool_reset_on_return=None,
+            # A Connection (connection()) closed in autocommit: the
+            # driver's rollback would be a round trip that ends nothing.
+            skip_autocommit_rollback=True,
             # More at once than it keeps: never waited for, closed when
             # done.
             poolclass=sa.pool.QueuePool, pool_size=POOL_SIZE,
             max_overflow=-1, pool_recycle=RECYCLE))
+
+
+def connection(engine):
+    """A SQLAlchemy connection of ours to ``engine``'s database.
+
+    For what a session holds across statements: the index's turn, a
+    MySQL ``GET_LOCK`` (``nova_ext.index.apply.turn``). In autocommit,
+    each statement is its own transaction and its one round trip; the
+    connection is taken from the pool without a ping and given back
+    without a rollback. So a kept connection the database dropped fails
+    its first statement, with ``connection_invalidated`` set on the
+    ``DBAPIError``: the caller closes it and asks a new one.
+
+    :param engine: the engine of a MySQL, MariaDB or PostgreSQL database.
+    """
+    return _engine(engine.url).connect()
 
 
 def padded(values, name):

@@ -43,6 +43,7 @@ from oslo_concurrency import lockutils
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from nova_ext import direct_reads
 from nova_ext.index import lock_waits
 from nova_ext.index import sqlite
 
@@ -72,13 +73,11 @@ def _local(engine):
 class Held(object):
     """A turn asked for: whether it was had, and where to read under it."""
 
-    def __init__(self, engine, had, conn=None, session_lock=False):
+    def __init__(self, engine, had, conn=None):
         self.engine = engine
         #: Whether this thread holds the turn.
         self.had = had
         self._conn = conn
-        # Whether the lock outlives a transaction of ``conn`` (MySQL's).
-        self._session_lock = session_lock
 
     @contextlib.contextmanager
     def reading(self):
@@ -87,18 +86,17 @@ class Held(object):
         The turn's own where it has one (MySQL, PostgreSQL): a checkout
         of the pool costs two round trips more (its ping, the rollback
         that returns it), taken while the others wait for the turn. Only
-        reads. MySQL's lock is the session's: the read's transaction is
-        ended when the block is left, and with it the metadata locks of
-        the tables it read, for which another session's ``LOCK TABLES``
-        or ``ALTER TABLE`` would otherwise wait until the turn ends.
-        PostgreSQL's lock is the transaction's, which is not to be ended:
-        its reads' locks conflict only with ``ACCESS EXCLUSIVE`` (an
-        ``ALTER TABLE``), which waits for the turn.
+        reads. MySQL's lock is the session's, on a connection in
+        autocommit: each read is a transaction of its own, which ends as
+        it returns, and with it the metadata locks of the tables it read,
+        for which another session's ``LOCK TABLES`` or ``ALTER TABLE``
+        would otherwise wait until the turn ends. PostgreSQL's lock is the
+        transaction's, which is not to be ended: its reads' locks conflict
+        only with ``ACCESS EXCLUSIVE`` (an ``ALTER TABLE``), which waits
+        for the turn.
         """
         if self._conn is not None:
             yield self._conn
-            if self._session_lock:
-                self._conn.commit()
             return
         with self.engine.connect() as conn:
             yield conn
@@ -139,7 +137,7 @@ def held(engine, wait):
         else:
             turn = _nothing()
         with turn as (had, conn):
-            yield Held(engine, had, conn, session_lock=dialect == 'mysql')
+            yield Held(engine, had, conn)
     finally:
         local.release()
 
@@ -192,30 +190,59 @@ def _on_connection(engine, acquire, release):
         conn.close()
 
 
+@contextlib.contextmanager
 def _mysql(engine, wait):
+    """The turn on a connection of nova_ext's own, in autocommit.
+
+    ``GET_LOCK``, the reads under it and ``RELEASE_LOCK`` are then a
+    round trip each: no ping as the connection is taken, no commit after
+    each, no rollback as it is given back (``direct_reads.connection``).
+    """
     name = mysql_name(engine.url.database)
-
-    def acquire(conn):
-        try:
-            got = conn.execute(sa.text('SELECT GET_LOCK(:name, :wait)'),
-                               {'name': name, 'wait': wait}).scalar()
-            conn.commit()
-        except Exception as e:
-            _not_given(engine, e)
-            conn.invalidate()
-            return False
+    try:
+        conn, got = _locked(engine, name, wait)
+    except Exception as e:
+        _not_given(engine, e)
+        yield False, None
+        return
+    try:
         # 0: another held it for ``wait``; NULL: an error of the lock.
-        return got == 1
-
-    def release(conn):
+        if got != 1:
+            yield False, None
+            return
         try:
-            conn.execute(sa.text('SELECT RELEASE_LOCK(:name)'),
-                         {'name': name})
-            conn.commit()
-        except Exception:
-            # The lock is the session's: closing it releases it.
+            yield True, conn
+        finally:
+            try:
+                conn.execute(_RELEASE_LOCK, {'name': name})
+            except Exception:
+                # The lock is the session's: closing it releases it.
+                conn.invalidate()
+    finally:
+        conn.close()
+
+
+_GET_LOCK = sa.text('SELECT GET_LOCK(:name, :wait)')
+_RELEASE_LOCK = sa.text('SELECT RELEASE_LOCK(:name)')
+
+
+def _locked(engine, name, wait):
+    """``(connection, GET_LOCK's answer)``.
+
+    A kept connection that the server dropped since (a restart) is found
+    so by this first statement, and replaced by a new one, once.
+    """
+    for last in (False, True):
+        conn = direct_reads.connection(engine)
+        try:
+            return conn, conn.execute(
+                _GET_LOCK, {'name': name, 'wait': wait}).scalar()
+        except Exception as e:
+            # Whatever the lock became, it goes with the session.
             conn.invalidate()
-    return _on_connection(engine, acquire, release)
+            conn.close()
+            if last or not getattr(e, 'connection_invalidated', False):
+                raise
 
 
 def _postgresql(engine, wait):

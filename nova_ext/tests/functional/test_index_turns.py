@@ -98,6 +98,35 @@ class TestTurnsOnMariaDB(_Turns, oslotest_base.BaseTestCase):
             sa.text('SELECT IS_USED_LOCK(:name) = CONNECTION_ID()'),
             {'name': turn.mysql_name(self.engine.url.database)}).scalar()
 
+    def questions(self, conn):
+        """The statements the server was sent, by every session."""
+        return int(conn.exec_driver_sql(
+            "SHOW GLOBAL STATUS LIKE 'Questions'").fetchone()[1])
+
+    def test_three_round_trips_the_lock_the_read_its_release(self):
+        # No ping as the connection is taken, no commit after a
+        # statement, no rollback as it is given back: autocommit.
+        self.assertTrue(test_turn.had(self.engine, 1.0))
+        counter = sa.create_engine(self.engine.url,
+                                   isolation_level='AUTOCOMMIT')
+        self.addCleanup(counter.dispose)
+        with counter.connect() as conn:
+            # What asking costs, the question itself.
+            asking = -self.questions(conn) + self.questions(conn)
+            before = self.questions(conn)
+            with turn.held(self.engine, 5.0) as held:
+                self.assertTrue(held.had)
+                with held.reading() as read_on:
+                    pending.look(read_on, 10, 0)
+            self.assertEqual(3, self.questions(conn) - before - asking)
+
+    def test_a_kept_connection_the_server_dropped_is_replaced(self):
+        self.assertTrue(test_turn.had(self.engine, 1.0))
+        self.sql_server.halt()
+        self.sql_server.resume()
+        # The kept connection fails its GET_LOCK; a new one has the turn.
+        self.assertTrue(test_turn.had(self.engine, 1.0))
+
 
 class TestTurnsOnPostgreSQL(_Turns, oslotest_base.BaseTestCase):
     SERVER = sqlserver.PostgreSQL
