@@ -166,20 +166,22 @@ def mysql_name(database):
 
 
 @contextlib.contextmanager
-def _on_connection(engine, acquire, release):
+def _on_connection(engine, take, release):
     """The turn, held on a connection of its own: ``(had, connection)``.
 
-    ``acquire(conn)`` says whether it was had; ``release(conn)`` ends it.
-    The connection is given only while the turn is had.
+    ``take()`` gives ``(connection, whether the turn was had)``, or
+    raises if the database gave no connection or no answer;
+    ``release(conn)`` ends the turn. The connection is given only while
+    the turn is had.
     """
     try:
-        conn = engine.connect()
+        conn, had = take()
     except Exception as e:
         _not_given(engine, e)
         yield False, None
         return
     try:
-        if not acquire(conn):
+        if not had:
             yield False, None
             return
         try:
@@ -190,7 +192,10 @@ def _on_connection(engine, acquire, release):
         conn.close()
 
 
-@contextlib.contextmanager
+_GET_LOCK = sa.text('SELECT GET_LOCK(:name, :wait)')
+_RELEASE_LOCK = sa.text('SELECT RELEASE_LOCK(:name)')
+
+
 def _mysql(engine, wait):
     """The turn on a connection of nova_ext's own, in autocommit.
 
@@ -199,31 +204,19 @@ def _mysql(engine, wait):
     each, no rollback as it is given back (``direct_reads.connection``).
     """
     name = mysql_name(engine.url.database)
-    try:
+
+    def take():
         conn, got = _locked(engine, name, wait)
-    except Exception as e:
-        _not_given(engine, e)
-        yield False, None
-        return
-    try:
         # 0: another held it for ``wait``; NULL: an error of the lock.
-        if got != 1:
-            yield False, None
-            return
+        return conn, got == 1
+
+    def release(conn):
         try:
-            yield True, conn
-        finally:
-            try:
-                conn.execute(_RELEASE_LOCK, {'name': name})
-            except Exception:
-                # The lock is the session's: closing it releases it.
-                conn.invalidate()
-    finally:
-        conn.close()
-
-
-_GET_LOCK = sa.text('SELECT GET_LOCK(:name, :wait)')
-_RELEASE_LOCK = sa.text('SELECT RELEASE_LOCK(:name)')
+            conn.execute(_RELEASE_LOCK, {'name': name})
+        except Exception:
+            # The lock is the session's: closing it releases it.
+            conn.invalidate()
+    return _on_connection(engine, take, release)
 
 
 def _locked(engine, name, wait):
@@ -247,7 +240,8 @@ def _locked(engine, name, wait):
 
 def _postgresql(engine, wait):
     # The lock ends with the transaction, whatever becomes of it.
-    def acquire(conn):
+    def take():
+        conn = engine.connect()
         try:
             conn.begin()
             with lock_waits.bounded(conn, wait):
@@ -257,9 +251,9 @@ def _postgresql(engine, wait):
             if not lock_waits.timed_out(e):
                 _not_given(engine, e)
             _end(conn)
-            return False
-        return True
-    return _on_connection(engine, acquire, _end)
+            return conn, False
+        return conn, True
+    return _on_connection(engine, take, _end)
 
 
 def _end(conn):
