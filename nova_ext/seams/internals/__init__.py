@@ -19,28 +19,29 @@ what nova_ext relies on of it. Process-wide hooks are installed by the
 seam that needs them when it attaches, never when a module is imported.
 """
 
-import functools
-
 from nova_ext import compat
+
+#: {point: the tested versions it passed for}. Looked up by identity:
+#: hashing a SpecifierSet canonicalizes each of its versions, which cost
+#: every list request several times what the check itself does.
+_PASSED = {}
 
 
 def check(point):
     """Raise UnsupportedNovaVersion unless this Nova is a tested one.
 
-    Cached once it passes: the Nova a process runs does not change. The
-    versions it passes for are part of the key, so that a change of
-    ``compat.TESTED_NOVA`` is seen.
+    Remembered once it passes: the Nova a process runs does not change.
+    It is asked again when ``compat.TESTED_NOVA`` is another object.
 
     :param point: the Nova name about to be used, for the message.
     """
-    _check(point, compat.TESTED_NOVA)
+    tested = compat.TESTED_NOVA
+    if _PASSED.get(point) is tested:
+        return
+    compat.check_nova_version(point, tested)
+    _PASSED[point] = tested
 
 
 def tested(point, log, without):
     """``compat.tested`` with this package's check, cached once passed."""
     return compat.tested(point, log, without, check=check)
-
-
-@functools.cache
-def _check(point, tested):
-    compat.check_nova_version(point, tested)
