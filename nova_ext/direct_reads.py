@@ -70,8 +70,8 @@ _SELECT_ONE = sa.select(sa.literal_column('1'))
 
 #: This process's {the URL's text: engine}.
 _ENGINES = per_process.Registry()
-#: This process's {an engine given: ours for its URL}: rendering the URL
-#: as the key costs a one-statement read more CPU than its statement.
+#: This process's {an engine given: ours for its URL}, so that a read
+#: does not write the URL out as a key each time.
 _OURS = per_process.Registry()
 #: {(statement, engine): the statement compiled for the engine's dialect}
 _COMPILED = {}

@@ -251,9 +251,8 @@ class CatchUp(object):
         are looked up in their cells: those gone are removed from the
         index, and this request is Nova's.
         """
-        # Once for rows the driver keeps (``base.Page.memo``): a kept
-        # page's thousand rows, looked over on every request, cost it more
-        # than the rest of this check.
+        # Worked out once for rows the driver keeps (``base.Page.memo``),
+        # not by each request that shows them.
         deleted = base.worked_out(
             getattr(records, 'memo', None), _DELETED,
             lambda: [r['uuid'] for r in records if r['deleted']])

@@ -21,9 +21,9 @@ seam that needs them when it attaches, never when a module is imported.
 
 from nova_ext import compat
 
-#: {point: the tested versions it passed for}. Looked up by identity:
-#: hashing a SpecifierSet canonicalizes each of its versions, which cost
-#: every list request several times what the check itself does.
+#: {point: the tested versions it passed for}, compared by identity:
+#: hashing a SpecifierSet canonicalizes each of its versions, and every
+#: list request makes several checks.
 _PASSED = {}
 
 
