@@ -49,6 +49,10 @@ carry the settings its owner gave them (``nova_ext.index.sqlite``), and
 one in memory is only reached through it. What that engine raises is
 raised.
 
+A cell's database that Nova's engine has not connected to yet is asked
+at the URL that engine will read (:func:`ask_url`), on the same engine of
+ours per URL.
+
 Each engine keeps up to :data:`POOL_SIZE` idle connections to its
 database per nova-api process.
 """
@@ -148,6 +152,20 @@ def ask(engine):
     scalar(engine, _SELECT_ONE)
 
 
+def ask_url(url):
+    """Ask the database at ``url`` ``SELECT 1``, on a connection of ours.
+
+    For a database none of Nova's engines has connected to yet
+    (``nova_ext.index.apply.cell_probe``): one engine per URL, as for an
+    engine given.
+
+    :param url: a SQLAlchemy URL of a MySQL, MariaDB or PostgreSQL
+        database.
+    :raises: as :func:`ask`.
+    """
+    _on(_engine(url), _SELECT_ONE, None, _one)
+
+
 def scalar(engine, statement, params=None):
     """The first column of the first row ``statement`` reads.
 
@@ -201,7 +219,11 @@ def _one(cursor):
 
 def _run(engine, statement, params, fetch):
     """``fetch(cursor)`` once ``statement`` ran on a connection of ours."""
-    own = _ours(engine)
+    return _on(_ours(engine), statement, params, fetch)
+
+
+def _on(own, statement, params, fetch):
+    """:func:`_run` on ``own``, our engine of the database."""
     dbapi_error = own.dialect.loaded_dbapi.Error
     try:
         try:

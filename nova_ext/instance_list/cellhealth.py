@@ -38,10 +38,9 @@ import weakref
 import futurist
 from futurist import waiters
 from nova import context as nova_context
-from nova.db.main import api as main_db_api
 from oslo_log import log as logging
 
-from nova_ext import direct_reads
+from nova_ext.index.apply import cell_probe
 from nova_ext import per_process
 from nova_ext.seams.internals import cells as nova_cells
 
@@ -160,20 +159,18 @@ class CellHealth(object):
             # Nova's DownCellFixture, which tests use to take cells down,
             # makes target_cell raise for them.
             with nova_context.target_cell(ctx, cell) as cctxt:
-                self._probe(cctxt)
+                self._probe(cctxt, cell)
         except Exception as e:
             LOG.debug('nova_ext index: cell %s does not answer (%s: %s)',
                       cell.uuid, type(e).__name__, e)
             return '%s: %s' % (type(e).__name__, e)
         return None
 
-    def _probe(self, cctxt):
-        # The engine Nova's list query of the cell reads
+    def _probe(self, cctxt, cell):
+        # The database Nova's list query of the cell reads
         # (``reader.allow_async``: the replica [database]slave_connection
-        # names, if any), asked on a connection of the check's own
-        # (direct_reads).
-        engine = main_db_api.get_context_manager(cctxt).reader.get_engine()
-        direct_reads.ask(engine)
+        # names, if any), asked on a connection of the check's own.
+        cell_probe.ask(cctxt, cell)
 
     def down_cells(self, ctx, conf):
         """Uuids of the cells that do not answer now.

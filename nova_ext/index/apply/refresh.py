@@ -21,6 +21,7 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from nova_ext.index.apply import cell_probe
 from nova_ext.index.apply import source
 from nova_ext.index.apply import turn
 from nova_ext.index.apply import writer
@@ -325,8 +326,10 @@ class _Pass(object):
         cell = self.cells[cctxt.cell_uuid]
         try:
             if cell.uuid in self.by_cell:
+                cell_probe.before_reads(cctxt, cell)
                 return self.read(cctxt, cell, self.by_cell[cell.uuid])
-            return source.answers(cctxt)
+            cell_probe.ask(cctxt, cell)
+            return True
         except _ERRORS as e:
             return e
 

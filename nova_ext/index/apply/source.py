@@ -264,18 +264,6 @@ def present(cctxt, cell_mapping, uuids):
                                                    list(uuids))))}
 
 
-def answers(cctxt):
-    """True if the cell of ``cctxt`` answers a trivial query; else raises.
-
-    What ``nova_ext.instance_list.cellhealth`` asks each cell, for the
-    cells a catch-up's pass over every cell has nothing to read from.
-    """
-    with main_db_api.get_context_manager(
-            cctxt).reader.connection.using(cctxt) as conn:
-        conn.execute(sa.text('SELECT 1')).all()
-    return True
-
-
 def _sg_pair(row, n):
     # Both tables have the same column names; keep them apart by position.
     values = list(row)

@@ -44,7 +44,10 @@ class TestProbe(base.TestCase):
         # Both engines: a cell with a replica reads through its own.
         self.addCleanup(lambda: manager.writer.get_engine().dispose())
         self.addCleanup(lambda: manager.reader.get_engine().dispose())
-        return types.SimpleNamespace(db_connection=manager)
+        mapping = types.SimpleNamespace(
+            database_connection=databases['connection'])
+        return types.SimpleNamespace(db_connection=manager,
+                                     cell_mapping=mapping)
 
     def url(self, name):
         return 'sqlite:///%s' % os.path.join(self.tmp, name)
@@ -52,7 +55,7 @@ class TestProbe(base.TestCase):
     def test_a_cell_that_answers(self):
         cctxt = self.cell(connection=self.url('cell.db'))
         # Raises for a cell that does not answer.
-        cellhealth.CellHealth()._probe(cctxt)
+        cellhealth.CellHealth()._probe(cctxt, cctxt.cell_mapping)
 
     def test_the_database_novas_list_reads(self):
         # Nova's list query of a cell reads the replica slave_connection
@@ -62,12 +65,13 @@ class TestProbe(base.TestCase):
                           slave_connection=gone)
         # What Nova's engine raises.
         error = self.assertRaises(db_exc.DBError,
-                                  cellhealth.CellHealth()._probe, cctxt)
+                                  cellhealth.CellHealth()._probe, cctxt,
+                                  cctxt.cell_mapping)
         self.assertIsInstance(error.inner_exception.orig,
                               sqlite3.OperationalError)
         cctxt = self.cell(connection=gone,
                           slave_connection=self.url('replica.db'))
-        cellhealth.CellHealth()._probe(cctxt)
+        cellhealth.CellHealth()._probe(cctxt, cctxt.cell_mapping)
 
 
 class _Context(object):

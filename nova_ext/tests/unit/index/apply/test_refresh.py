@@ -20,8 +20,8 @@ from nova import objects
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
+from nova_ext.index.apply import cell_probe
 from nova_ext.index.apply import refresh
-from nova_ext.index.apply import source
 from nova_ext.index import db
 from nova_ext.index.marks import pending
 from nova_ext.index import schema
@@ -101,7 +101,9 @@ class TestPassOverCells(base.TestCase):
             side_effect=self._scatter)).mock
         self.asked = []
         self.useFixture(fixtures.MockPatchObject(
-            source, 'answers', side_effect=self._answers))
+            cell_probe, 'ask', side_effect=self._answers))
+        self.before = self.useFixture(fixtures.MockPatchObject(
+            cell_probe, 'before_reads')).mock
 
     def _scatter(self, ctx, cells, timeout, fn):
         results = {}
@@ -112,11 +114,11 @@ class TestPassOverCells(base.TestCase):
                 results[cell.uuid] = e
         return results
 
-    def _answers(self, cctxt):
-        self.asked.append(cctxt.cell_uuid)
-        if cctxt.cell_uuid == 'c3':
+    def _answers(self, cctxt, cell):
+        self.assertEqual(cctxt.cell_uuid, cell.uuid)
+        self.asked.append(cell.uuid)
+        if cell.uuid == 'c3':
             raise db_exc.DBError('c3 is down')
-        return True
 
     def read(self, cctxt, cell, uuids):
         return ('read', cell.uuid, tuple(uuids))
@@ -129,6 +131,10 @@ class TestPassOverCells(base.TestCase):
         self.assertEqual(('read', 'c1', ('u1',)), results['c1'])
         self.assertEqual(['c2', 'c3'], self.asked)
         self.assertEqual({'c1': True, 'c2': True, 'c3': False}, answered)
+        # A cell read is asked first only where Nova has not connected.
+        self.assertEqual(['c1'], [c.uuid for _ctx, c in
+                                  (call.args for call in
+                                   self.before.call_args_list)])
         # The time the request's check gives a cell; Nova's process cache
         # of the cells, no query.
         self.assertEqual(2.5, self.scatter.call_args[0][2])
