@@ -80,13 +80,16 @@ class _CellProbe(sqlserver.OnServer):
                          engine.url.render_as_string(hide_password=False))
 
     def test_once_nova_connected(self):
+        cell_probe.ask(self.cctxt, self.cell)
+        [by_url] = direct_reads._ENGINES.values()
         novas = self.manager.reader.get_engine()
         self.addCleanup(novas.dispose)
         cell_probe.ask(self.cctxt, self.cell)
         # Asked for Nova's engine, on ours for its URL.
         self.assertIn(novas, direct_reads._OURS.get(None, dict))
-        [engine] = direct_reads._ENGINES.values()
-        self.assertEqual(novas.url, engine.url)
+        # The same engine of ours as asked at the mapping's URL before.
+        self.assertEqual([by_url], direct_reads._ENGINES.values())
+        self.assertEqual(novas.url, by_url.url)
         self.sql_server.halt()
         try:
             self.assertRaises(sa.exc.DBAPIError, cell_probe.ask,
