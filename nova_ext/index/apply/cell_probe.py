@@ -44,12 +44,9 @@ def ask(cctxt, cell_mapping):
     manager = main_db_api.get_context_manager(cctxt)
     engine = cell_databases.started_reader(manager)
     if engine is None:
-        url = cell_databases.reader_url(cell_mapping)
-        if url is not None:
-            direct_reads.ask_url(url)
-            return
-        engine = manager.reader.get_engine()
-    direct_reads.ask(engine)
+        _ask_unstarted(manager, cell_mapping)
+    else:
+        direct_reads.ask(engine)
 
 
 def before_reads(cctxt, cell_mapping):
@@ -60,4 +57,14 @@ def before_reads(cctxt, cell_mapping):
     """
     manager = main_db_api.get_context_manager(cctxt)
     if cell_databases.started_reader(manager) is None:
-        ask(cctxt, cell_mapping)
+        _ask_unstarted(manager, cell_mapping)
+
+
+def _ask_unstarted(manager, cell_mapping):
+    url = cell_databases.reader_url(cell_mapping)
+    if url is None:
+        # SQLite, or a database named but not a URL: only Nova's engine
+        # reaches it, started here.
+        direct_reads.ask(manager.reader.get_engine())
+    else:
+        direct_reads.ask_url(url)
